@@ -1,0 +1,106 @@
+"""``lmms-spatial``: helper commands around lmms-eval.
+
+- ``lmms-spatial tasks-dir``: the folder to pass to ``lmms-eval --include_path``.
+- ``lmms-spatial demo``: build the embedded demo datasets, run every demo task through
+  ``lmms-eval`` with the seeded ``random_choice`` model (offline, CPU, seconds) and print
+  the results with unparsed rate and chance level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from lmms_spatial import __version__
+
+
+def _cmd_tasks_dir(_args: argparse.Namespace) -> int:
+    from lmms_spatial.paths import tasks_dir
+
+    print(tasks_dir())
+    return 0
+
+
+def newest_results_file(output_path: Path) -> Path | None:
+    files = sorted(Path(output_path).rglob("*_results.json"), key=lambda p: p.stat().st_mtime)
+    return files[-1] if files else None
+
+
+def format_results(results: dict) -> str:
+    """A plain table: one row per task with headline metrics, unparsed rate and chance."""
+    lines = [f"{'task':<16} {'metric':<20} {'value':>7}  {'unparsed':>8}  {'chance':>7}  n"]
+    for task, metrics in sorted(results.get("results", {}).items()):
+        values = {k.split(",")[0]: v for k, v in metrics.items() if "," in k and "_stderr" not in k}
+        headline = [k for k in ("accuracy", "circular_accuracy", "vanilla_accuracy") if k in values]
+        n = results.get("n-samples", {}).get(task, {}).get("effective", "")
+        for metric in headline or sorted(values):
+            value = values[metric]
+            unparsed, chance = values.get("unparsed_rate", math.nan), values.get("chance_level", math.nan)
+            lines.append(f"{task:<16} {metric:<20} {value:7.3f}  {unparsed:8.3f}  {chance:7.3f}  {n}")
+    return "\n".join(lines)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from lmms_spatial.data.demo import build_demo_data, demo_tasks
+    from lmms_spatial.paths import tasks_dir
+
+    work = Path(args.out or tempfile.mkdtemp(prefix="lmms_spatial_demo_"))
+    env = {**os.environ, **build_demo_data(work / "data")}
+    output = work / "results"
+    cmd = [
+        sys.executable, "-m", "lmms_eval",
+        "--model", args.model,
+        "--model_args", args.model_args,
+        "--tasks", ",".join(args.tasks or demo_tasks()),
+        "--include_path", tasks_dir(),
+        "--output_path", str(output),
+        "--log_samples",
+        "--verbosity", "WARNING",
+    ]  # fmt: skip
+    print("$ " + " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, env=env, capture_output=not args.verbose, text=True)
+    results_file = newest_results_file(output)
+    # lmms-eval exits 0 even when a task fails: the results file is the only proof.
+    if results_file is None:
+        if proc.stderr:
+            print(proc.stderr[-4000:], file=sys.stderr)
+        print(f"demo failed: lmms-eval wrote no results under {output}", file=sys.stderr)
+        return 1
+    results = json.loads(results_file.read_text())
+    missing = sorted(set(args.tasks or demo_tasks()) - set(results.get("results", {})))
+    print(format_results(results))
+    print(f"\nresults: {results_file}\nsamples: {results_file.parent}")
+    if missing:
+        print(f"demo failed: no results for {missing}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lmms-spatial", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"lmms-spatial {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("tasks-dir", help="print the task folder for --include_path").set_defaults(func=_cmd_tasks_dir)
+    demo = sub.add_parser("demo", help="run every benchmark on the embedded demo data")
+    demo.add_argument("--out", help="working folder (default: a new temporary folder)")
+    demo.add_argument("--model", default="random_choice")
+    demo.add_argument("--model_args", default="seed=0")
+    demo.add_argument("--tasks", type=lambda s: s.split(","), default=None)
+    demo.add_argument("--verbose", action="store_true", help="show lmms-eval's own output")
+    demo.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

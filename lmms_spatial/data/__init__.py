@@ -1,0 +1,1 @@
+"""Dataset access: Hub-or-local sources, image decoding, answer spaces, demo/fixture builders."""

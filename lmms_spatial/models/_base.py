@@ -1,0 +1,19 @@
+"""Shared plumbing for our non-neural models (replay, random_choice)."""
+
+from __future__ import annotations
+
+from lmms_eval.api.model import lmms
+
+
+class TextOnlyModel(lmms):
+    """A model that answers ``generate_until`` requests without looking at images."""
+
+    def __init__(self, batch_size: int | str = 1, **_ignored) -> None:
+        super().__init__()
+        self.batch_size_per_gpu = int(batch_size) if str(batch_size).isdigit() else 1
+
+    def loglikelihood(self, requests):
+        raise NotImplementedError(f"{type(self).__name__} only answers generate_until tasks")
+
+    def generate_until_multi_round(self, requests):
+        raise NotImplementedError(f"{type(self).__name__} only answers generate_until tasks")

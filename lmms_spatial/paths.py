@@ -1,0 +1,14 @@
+"""Where the installed task YAMLs live (the directory lmms-eval must index)."""
+
+from __future__ import annotations
+
+import os
+
+TASKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks")
+
+
+def tasks_dir() -> str:
+    """The directory holding our task YAMLs, for ``--include_path`` users."""
+    import lmms_spatial.tasks as tasks_pkg
+
+    return os.path.dirname(os.path.abspath(tasks_pkg.__file__))

@@ -1,0 +1,1 @@
+"""Pure scoring functions: (model output, ground truth) -> score with a reason. No I/O."""

@@ -1,0 +1,422 @@
+"""One answer-extraction library for every benchmark.
+
+Every extractor returns an :class:`Extraction`: the parsed value (or ``None``) and the
+reason it was chosen (which rule matched, or why nothing was accepted). Extractors never
+raise on model output and never return a letter outside the question's options.
+
+Multiple choice has named strategies (:data:`CHOICE_STRATEGIES`):
+
+``robust``
+    For free-form answers. Looks for *declarations* from the strongest to the weakest
+    form: ``<answer>X</answer>``; JSON ``"answer": "X"``; "final answer: X" / ``\\boxed{X}``;
+    "Answer: X", "the answer is X", "the correct option is X"; backticks ```X```; a reply
+    that is only a letter ("B", "(B)", "B."); a reply that starts with one ("B. chair");
+    the text of exactly one option; a single standalone capital letter. Inside the
+    strongest form present the *last* declaration wins (answers after reasoning); a
+    declaration naming two different letters ("A or B") is unparsed. It never reads a
+    letter out of an ordinary word ("The" is not T, "A bike" is not A).
+``mmsi_official``
+    MMSI-Bench's VLMEvalKit rule, verbatim: first ```X```, then ```X```, then the
+    regex ``\\b[A-D]\\b(?!\\s[a-zA-Z])``; no match means wrong.
+``final``
+    Chain-of-thought replies: the robust rules on the last line, then on the whole reply.
+``json_then_robust``
+    DORI's structured format ``"answer": "<letter>"`` first, the robust strategy as
+    fallback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+LETTERS = "ABCDEFGHIJKLMNOP"  # DORI has up to 16 options
+
+UNPARSED = "unparsed"
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """A parsed answer and why: ``reason`` names the rule that matched, or why none did."""
+
+    value: Any
+    reason: str
+
+    @property
+    def parsed(self) -> bool:
+        return self.value is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"parsed": self.value, "reason": self.reason}
+
+
+def _unparsed(why: str) -> Extraction:
+    return Extraction(None, f"{UNPARSED}:{why}")
+
+
+def valid_letters(n_options: int | None = None, options: Sequence[str] | None = None) -> str:
+    """Letters a question allows: A.. for ``len(options)`` or ``n_options`` (A-D if neither)."""
+    n = len(options) if options is not None else (n_options if n_options is not None else 4)
+    n = max(0, min(int(n), len(LETTERS)))
+    return LETTERS[:n]
+
+
+def _as_text(response: Any) -> str:
+    if response is None:
+        return ""
+    if isinstance(response, (list, tuple)):
+        response = response[0] if response else ""
+    try:
+        return str(response)
+    except Exception:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------
+# multiple choice: the robust strategy
+# ---------------------------------------------------------------------------------------
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+_JSON_ANSWER = re.compile(r"""["']answer["']\s*:\s*["']([^"'\n]*)["']""", re.IGNORECASE)
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_FINAL = re.compile(
+    r"final\s+(?:answer|choice|option)\s*(?:is|:|：|=)?\s*(?:option\s+|choice\s+)?(.{1,40})",
+    re.IGNORECASE,
+)
+_DECLARED = re.compile(
+    r"(?:\banswer\s*(?:is\s*)?(?::|：|=|\bis\b)"
+    r"|\b(?:correct|right|best)\s+(?:answer|option|choice)\s+(?:is|would\s+be|:)"
+    r"|\bI\s+(?:would\s+)?(?:choose|pick|select|go\s+with)"
+    r"|\b(?:answer|option|choice)\s+(?:is|would\s+be)"
+    r")\s*(?:option\s+|choice\s+)?(.{1,40})",
+    re.IGNORECASE,
+)
+_BACKTICKS = re.compile(r"``\s*([^`]*?)\s*``|`\s*([^`]*?)\s*`")
+_ONLY_LETTER = re.compile(r"^\W*([A-P])\W*$")
+_LEADING_LETTER = re.compile(r"^\s*[(\[]?([A-P])(?:[).:\]]|\s*$)")
+_STANDALONE = re.compile(r"(?<![A-Za-z'])([A-P])(?![A-Za-z'])(?!\s[a-zA-Z])")
+# A letter that is a token of its own inside a short declared answer: "B", "(B)", "B.",
+# "option B", "b)". Lower case only when punctuation or the end follows ("answer: b").
+_DECL_LETTER = re.compile(r"(?<![A-Za-z'])(?:([A-P])(?![A-Za-z'])|([a-p])(?=\s*(?:[).:,;\]!]|$)))")
+_STRIP_MARKUP = re.compile(r"[*_]{1,3}")
+
+
+_EXPLAINING_WORDS = {"is", "or", "and", "because", "since", "as", "which", "so", "would", "seems", "appears"}
+
+
+def _is_article(upper: str | None, rest: str) -> bool:
+    """ "A bike" / "I think": a capital A or I followed by an ordinary lower-case word."""
+    if upper not in ("A", "I"):
+        return False
+    word = re.match(r"\s+([a-z]+)", rest)
+    return bool(word) and word.group(1) not in _EXPLAINING_WORDS
+
+
+def _letters_in_declaration(fragment: str, allowed: str) -> list[str]:
+    """Letters named by a short declared answer such as "B", "(B) chair" or "A or B"."""
+    fragment = _STRIP_MARKUP.sub("", fragment).strip()
+    # Only the head of the declaration counts: "B. The chair is left of A" declares B.
+    head = re.split(r"[.\n](?:\s|$)|\s+(?:because|since|as|which|so)\b", fragment, maxsplit=1)[0]
+    found: list[str] = []
+    for match in _DECL_LETTER.finditer(head):
+        letter = (match.group(1) or match.group(2)).upper()
+        if _is_article(match.group(1), head[match.end() :]):
+            continue
+        if letter not in found:
+            found.append(letter)
+        # Stop at the first letter unless a conjunction announces another one.
+        rest = head[match.end() :]
+        if not re.match(r"\s*(?:or|and|/|,|&)\s*\(?[A-Pa-p]\b", rest):
+            break
+    return [letter for letter in found if letter in LETTERS] if found else []
+
+
+def _decide(found: list[str], allowed: str, rule: str) -> Extraction | None:
+    if not found:
+        return None
+    distinct = list(dict.fromkeys(found))
+    if len(distinct) > 1:
+        return _unparsed(f"conflict:{rule}:{'/'.join(distinct)}")
+    letter = distinct[0]
+    if letter not in allowed:
+        return _unparsed(f"out_of_range:{rule}:{letter}")
+    return Extraction(letter, rule)
+
+
+def _last_declaration(matches: list[str], allowed: str, rule: str) -> Extraction | None:
+    """The last declaration that names any letter decides; a two-letter one is a conflict."""
+    for fragment in reversed(matches):
+        letters = _letters_in_declaration(fragment, allowed)
+        if letters:
+            return _decide(letters, allowed, rule)
+    return None
+
+
+def _normalise_option_text(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def _match_option_text(text: str, options: Sequence[str], allowed: str) -> Extraction | None:
+    reply = _normalise_option_text(text)
+    if not reply:
+        return None
+    normalised = [_normalise_option_text(str(o)) for o in options]
+    for idx, opt in enumerate(normalised):
+        if opt and reply == opt:
+            return Extraction(allowed[idx], "option_text_exact")
+    hits = [
+        idx
+        for idx, opt in enumerate(normalised)
+        if opt and re.search(rf"(?<![a-z0-9]){re.escape(opt)}(?![a-z0-9])", reply)
+    ]
+    # Drop options that are only contained in a longer matching option ("left" in "front left").
+    hits = [i for i in hits if not any(j != i and normalised[i] in normalised[j] for j in hits)]
+    if len(hits) == 1:
+        return Extraction(allowed[hits[0]], "option_text")
+    if len(hits) > 1:
+        return _unparsed("conflict:option_text")
+    return None
+
+
+def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | None = None) -> Extraction:
+    text = _as_text(response)
+    if not text.strip():
+        return _unparsed("empty")
+
+    tags = _ANSWER_TAG.findall(text)
+    if tags:
+        found = [letters for tag in tags if (letters := _letters_in_declaration(tag, allowed))]
+        if found:
+            return _decide([letter for group in found for letter in group], allowed, "answer_tag")
+        if options is not None:
+            by_text = _match_option_text(tags[-1], options, allowed)
+            if by_text is not None:
+                return Extraction(by_text.value, f"answer_tag+{by_text.reason}") if by_text.parsed else by_text
+        return _unparsed("answer_tag_without_letter")
+
+    for pattern, rule in ((_JSON_ANSWER, "json_answer"), (_BOXED, "boxed"), (_FINAL, "final_answer")):
+        decided = _last_declaration(pattern.findall(text), allowed, rule)
+        if decided is not None:
+            return decided
+
+    decided = _last_declaration(_DECLARED.findall(text), allowed, "declared")
+    if decided is not None:
+        return decided
+
+    ticks = [a or b for a, b in _BACKTICKS.findall(text)]
+    decided = _last_declaration([t for t in ticks if t], allowed, "backticks")
+    if decided is not None:
+        return decided
+
+    stripped = _STRIP_MARKUP.sub("", text).strip()
+    only = _ONLY_LETTER.match(stripped)
+    if only:
+        return _decide([only.group(1)], allowed, "letter_only")
+    leading = _LEADING_LETTER.match(stripped)
+    if leading:
+        return _decide([leading.group(1)], allowed, "leading_letter")
+
+    if options is not None:
+        by_text = _match_option_text(stripped, options, allowed)
+        if by_text is not None:
+            return by_text
+
+    standalone = [m.group(1) for m in _STANDALONE.finditer(stripped)]
+    standalone = [s for s in standalone if s in allowed]
+    decided = _decide(standalone, allowed, "standalone_letter")
+    if decided is not None:
+        return decided
+    return _unparsed("no_answer")
+
+
+# ---------------------------------------------------------------------------------------
+# multiple choice: official strategies
+# ---------------------------------------------------------------------------------------
+
+_MMSI_DOUBLE = re.compile(r"``([^`]*)``")
+_MMSI_SINGLE = re.compile(r"`([^`]*)`")
+_MMSI_LETTER = re.compile(r"\b[A-D]\b(?!\s[a-zA-Z])")
+
+
+def extract_choice_mmsi_official(response: Any, allowed: str, options: Sequence[str] | None = None) -> Extraction:
+    """VLMEvalKit ``MMSIBenchDataset.extract_single_choice_with_word_boundary``, verbatim."""
+    pred = _as_text(response)
+    rule = "official:letter"
+    match = _MMSI_DOUBLE.search(pred)
+    if match:
+        pred, rule = match.group(1), "official:double_backticks"
+    match = _MMSI_SINGLE.search(pred)
+    if match:
+        pred, rule = match.group(1), "official:backticks"
+    match = _MMSI_LETTER.search(pred)
+    if not match:
+        return _unparsed("official:no_letter")
+    letter = match.group()
+    if letter not in allowed:
+        return _unparsed(f"out_of_range:official:{letter}")
+    return Extraction(letter, rule)
+
+
+def extract_choice_json_first(response: Any, allowed: str, options: Sequence[str] | None = None) -> Extraction:
+    text = _as_text(response)
+    decided = _last_declaration(_JSON_ANSWER.findall(text), allowed, "json_answer")
+    if decided is not None:
+        return decided
+    return extract_choice_robust(text, allowed, options)
+
+
+def extract_choice_final(response: Any, allowed: str, options: Sequence[str] | None = None) -> Extraction:
+    """Chain-of-thought replies: the answer declared at the end wins over letters in the reasoning.
+
+    The robust rules are applied to the last non-empty line first, then to the whole reply.
+    """
+    text = _as_text(response)
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    if lines:
+        last = extract_choice_robust(lines[-1], allowed, options)
+        if last.parsed:
+            return Extraction(last.value, f"last_line:{last.reason}")
+    return extract_choice_robust(text, allowed, options)
+
+
+ChoiceStrategy = Callable[[Any, str, "Sequence[str] | None"], Extraction]
+
+CHOICE_STRATEGIES: dict[str, ChoiceStrategy] = {
+    "robust": extract_choice_robust,
+    "mmsi_official": extract_choice_mmsi_official,
+    "json_then_robust": extract_choice_json_first,
+    "final": extract_choice_final,
+}
+
+
+def extract_choice(
+    response: Any,
+    *,
+    options: Sequence[str] | None = None,
+    n_options: int | None = None,
+    strategy: str = "robust",
+) -> Extraction:
+    """Parse an option letter from a model response.
+
+    ``options`` (the option texts, in letter order) enables matching by option text;
+    otherwise ``n_options`` bounds the letters (A-D when neither is given).
+    """
+    allowed = valid_letters(n_options, options)
+    try:
+        fn = CHOICE_STRATEGIES[strategy]
+    except KeyError:
+        raise ValueError(f"unknown choice strategy {strategy!r}; known: {sorted(CHOICE_STRATEGIES)}") from None
+    try:
+        result = fn(response, allowed, options)
+    except Exception as exc:  # extraction must never take a run down
+        return _unparsed(f"error:{type(exc).__name__}")
+    if result.value is not None and result.value not in allowed:  # defence in depth
+        return _unparsed(f"out_of_range:{result.reason}:{result.value}")
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+# yes / no
+# ---------------------------------------------------------------------------------------
+
+_YES_NO = re.compile(r"(?<![A-Za-z])(yes|no)(?![A-Za-z])", re.IGNORECASE)
+
+
+def extract_yes_no(response: Any) -> Extraction:
+    """ "Yes"/"No" from a declaration, the first word, or the only yes/no word in the reply."""
+    text = _as_text(response)
+    if not text.strip():
+        return _unparsed("empty")
+    tags = _ANSWER_TAG.findall(text)
+    for fragment, rule in ((tags[-1] if tags else None, "answer_tag"),):
+        if fragment is not None:
+            words = {w.lower() for w in _YES_NO.findall(fragment)}
+            if len(words) == 1:
+                return Extraction(words.pop().capitalize(), rule)
+            return _unparsed(f"{rule}_without_yes_no")
+    declared = [m for m in (_FINAL.findall(text) + _DECLARED.findall(text))]
+    for fragment in reversed(declared):
+        first = _YES_NO.match(_STRIP_MARKUP.sub("", fragment).strip())
+        if first:
+            return Extraction(first.group(1).capitalize(), "declared")
+    stripped = _STRIP_MARKUP.sub("", text).strip()
+    first = _YES_NO.match(stripped)
+    if first:
+        if re.match(r"\s*(?:or|and|/)\s*(?:yes|no)\b", stripped[first.end() :], re.IGNORECASE):
+            return _unparsed("conflict:yes_and_no")
+        return Extraction(first.group(1).capitalize(), "leading_word")
+    words = {w.lower() for w in _YES_NO.findall(stripped)}
+    if len(words) == 1:
+        return Extraction(words.pop().capitalize(), "only_yes_no_word")
+    if len(words) > 1:
+        return _unparsed("conflict:yes_and_no")
+    return _unparsed("no_answer")
+
+
+# ---------------------------------------------------------------------------------------
+# integers
+# ---------------------------------------------------------------------------------------
+
+_NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20,
+}  # fmt: skip
+_INTEGER = re.compile(
+    r"(?<![\w.])(-?\d+)(?![\d.]\d)|\b(" + "|".join(_NUMBER_WORDS) + r")\b",
+    re.IGNORECASE,
+)
+
+
+def extract_integer(response: Any, *, which: str = "first") -> Extraction:
+    """An integer (digits or a number word up to twenty); ``which`` is "first" or "last".
+
+    OSR-Bench's official counting scorer takes the first integer in the reply.
+    """
+    text = _as_text(response)
+    tags = _ANSWER_TAG.findall(text)
+    if tags:
+        text = tags[-1]
+    found = []
+    for digits, word in _INTEGER.findall(text):
+        found.append(int(digits) if digits else _NUMBER_WORDS[word.lower()])
+    if not found:
+        return _unparsed("no_integer")
+    value = found[0] if which == "first" else found[-1]
+    return Extraction(value, f"{which}_integer" + ("_in_answer_tag" if tags else ""))
+
+
+# ---------------------------------------------------------------------------------------
+# direction words
+# ---------------------------------------------------------------------------------------
+
+
+def normalise_direction(text: str) -> str:
+    """ "Front Left", "front-left", "front_left" -> "front-left"."""
+    words = re.split(r"[\s_\-]+", str(text).strip().lower())
+    return "-".join(w for w in words if w)
+
+
+def extract_direction(response: Any, vocabulary: Sequence[str]) -> Extraction:
+    """The one direction term of ``vocabulary`` the reply names (longest terms first)."""
+    text = _as_text(response)
+    tags = _ANSWER_TAG.findall(text)
+    if tags:
+        text = tags[-1]
+    canon = sorted({normalise_direction(v) for v in vocabulary}, key=len, reverse=True)
+    haystack = " " + normalise_direction(text).replace("-", " ") + " "
+    haystack = re.sub(r"[^a-z0-9 ]+", " ", haystack)
+    found = []
+    for term in canon:
+        pattern = r"(?<![a-z])" + re.escape(term.replace("-", " ")) + r"(?![a-z])"
+        if re.search(pattern, haystack):
+            found.append(term)
+            haystack = re.sub(pattern, " ", haystack)
+    if not found:
+        return _unparsed("no_direction")
+    if len(found) > 1:
+        return _unparsed(f"conflict:{'/'.join(found)}")
+    return Extraction(found[0], "direction_term" + ("_in_answer_tag" if tags else ""))

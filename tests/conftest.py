@@ -1,0 +1,84 @@
+"""Shared fixtures: offline environment, fixture datasets, and a checked lmms-eval runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lmms_spatial.data.demo import DEMO_BENCHMARKS, build_demo_data
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def offline_env(tmp_path_factory) -> dict[str, str]:
+    """Environment for subprocesses: no Hub, a private HF cache, our fixture datasets."""
+    root = tmp_path_factory.mktemp("lmms_env")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LMMS_SPATIAL_")}
+    env.update(
+        HF_HOME=str(root / "hf_home"),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(build_demo_data(root / "data"))
+    return env
+
+
+@pytest.fixture(scope="session")
+def fixture_datasets(offline_env) -> dict[str, Path]:
+    """{benchmark key: folder holding its fixture parquet}."""
+    from lmms_spatial.data.sources import BENCHMARKS
+
+    return {key: Path(offline_env[BENCHMARKS[key].env_var]) for key in DEMO_BENCHMARKS}
+
+
+@dataclass
+class Run:
+    results: dict
+    samples: dict[str, list[dict]]
+    stdout: str
+    stderr: str
+    out: Path
+
+    def metric(self, task: str, name: str):
+        return self.results["results"][task][f"{name},none"]
+
+
+def run_lmms_eval(args: list[str], env: dict[str, str], out: Path, expect_results: bool = True) -> Run:
+    """Run ``python -m lmms_eval``; success is judged by the files it wrote, not its exit code.
+
+    lmms-eval 0.7.3 exits 0 even when a task is missing or evaluation raises.
+    """
+    cmd = [sys.executable, "-m", "lmms_eval", *args, "--output_path", str(out), "--log_samples"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=out.parent)
+    results_files = sorted(out.rglob("*_results.json"))
+    if not expect_results:
+        assert not results_files, f"expected no results, got {results_files}"
+        return Run({}, {}, proc.stdout, proc.stderr, out)
+    assert results_files, f"lmms-eval wrote no results (rc={proc.returncode}):\n{proc.stderr[-6000:]}"
+    results = json.loads(results_files[-1].read_text())
+    samples = {}
+    for f in out.rglob("*_samples_*.jsonl"):
+        task = f.name.split("_samples_", 1)[1][: -len(".jsonl")]
+        samples[task] = sorted((json.loads(line) for line in f.read_text().splitlines()), key=lambda s: s["doc_id"])
+    return Run(results, samples, proc.stdout, proc.stderr, out)
+
+
+@pytest.fixture
+def lmms_eval(offline_env, tmp_path):
+    counter = iter(range(1000))
+
+    def _run(*args: str, env: dict[str, str] | None = None, expect_results: bool = True) -> Run:
+        out = tmp_path / f"run{next(counter)}"
+        return run_lmms_eval(list(args), {**offline_env, **(env or {})}, out, expect_results)
+
+    return _run

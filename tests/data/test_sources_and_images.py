@@ -1,0 +1,66 @@
+"""Data access: Hub-or-local resolution and loud, precise failures on bad rows."""
+
+import io
+
+import pytest
+from PIL import Image
+
+from lmms_spatial.data.answer_space import answer_space
+from lmms_spatial.data.images import BadDocumentError, load_image, load_images, require
+from lmms_spatial.data.sources import dataset_source
+
+
+def test_hub_id_is_used_when_the_env_var_is_unset(monkeypatch):
+    monkeypatch.delenv("LMMS_SPATIAL_MMSI_PATH", raising=False)
+    source = dataset_source("mmsi")
+    assert (source.path, source.kwargs, source.local) == ("RunsenXu/MMSI-Bench", {}, False)
+
+
+def test_a_local_folder_is_loaded_as_is(monkeypatch, tmp_path):
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path))
+    assert dataset_source("mmsi").path == str(tmp_path.resolve())
+
+
+def test_a_single_parquet_file_becomes_the_test_split(monkeypatch, tmp_path):
+    file = tmp_path / "mmsi.parquet"
+    file.write_bytes(b"")
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(file))
+    source = dataset_source("mmsi")
+    assert source.path == "parquet"
+    assert source.kwargs == {"data_files": {"test": str(file.resolve())}}
+
+
+def test_a_missing_local_path_fails_naming_the_variable(monkeypatch, tmp_path):
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path / "nope"))
+    with pytest.raises(FileNotFoundError, match="LMMS_SPATIAL_MMSI_PATH"):
+        dataset_source("mmsi")
+
+
+def _png(colour=(10, 20, 30)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (4, 3), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_images_may_arrive_as_bytes_dicts_or_decoded():
+    decoded = Image.new("L", (4, 3), 7)
+    for value in (_png(), {"bytes": _png(), "path": None}, decoded):
+        image = load_image(value, doc_id=1, field="images[0]")
+        assert image.mode == "RGB" and image.size == (4, 3)
+
+
+def test_a_corrupt_image_fails_naming_the_document_and_field():
+    doc = {"id": 17, "images": [_png(), b"not an image"]}
+    with pytest.raises(BadDocumentError, match=r"document 17, field 'images\[1\]'"):
+        load_images(doc)
+
+
+def test_a_missing_column_fails_naming_the_document_and_field():
+    with pytest.raises(BadDocumentError, match=r"document 'x9', field 'question': missing"):
+        require({"id": "x9"}, "question")
+
+
+def test_answer_space_comes_from_the_options_of_each_document():
+    assert answer_space({"options": ["a", "b", "c"]}) == ["A", "B", "C"]
+    assert answer_space({"options": [], "answer": "Yes"}) == ["Yes", "No"]
+    assert answer_space({"question": "Q?\nOptions: A: x, B: y, C: z, D: w", "answer": "B"}) == list("ABCD")

@@ -1,0 +1,53 @@
+"""Aggregation helpers: order-independent means, groups, unparsed rate, chance level."""
+
+import math
+import random
+
+from lmms_spatial.metrics.aggregation import (
+    accuracy,
+    chance_level,
+    group_accuracy,
+    mean,
+    unparsed_rate,
+    unweighted_mean,
+)
+
+
+def test_accuracy_is_the_share_of_correct_records():
+    records = [{"score": 1.0}, {"score": 0.0}, {"score": 1.0}, {"score": 1.0}]
+    assert accuracy(records) == 0.75
+
+
+def test_mean_does_not_depend_on_record_order():
+    values = [0.1] * 7 + [1e-17] * 3 + [0.3] * 5
+    shuffled = values[:]
+    random.Random(3).shuffle(shuffled)
+    assert mean(values) == mean(shuffled) == math.fsum(values) / 15
+
+
+def test_mean_of_nothing_is_nan_not_zero():
+    assert math.isnan(mean([]))
+
+
+def test_group_accuracy_is_per_group_micro_average():
+    records = [
+        {"category": "MSR", "score": 1.0},
+        {"category": "MSR", "score": 0.0},
+        {"category": "Motion (Cam.)", "score": 1.0},
+    ]
+    assert group_accuracy(records, "category") == {"MSR": 0.5, "Motion (Cam.)": 1.0}
+
+
+def test_unweighted_mean_counts_each_subscore_once():
+    # 2 tasks: 90% on a 10-question task and 10% on a 1000-question task
+    assert unweighted_mean({"small": 0.9, "large": 0.1}) == 0.5
+
+
+def test_unparsed_rate_counts_records_without_a_parsed_answer():
+    records = [{"parsed": "A"}, {"parsed": None}, {"parsed": "C"}, {"parsed": None}]
+    assert unparsed_rate(records) == 0.5
+
+
+def test_chance_level_is_mean_of_one_over_option_count():
+    # DORI mixes 4-option and 16-option questions: (1/4 + 1/16) / 2
+    assert chance_level([4, 16]) == (0.25 + 0.0625) / 2

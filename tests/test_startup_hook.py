@@ -1,0 +1,84 @@
+"""The startup hook: lmms-eval finds our tasks with no --include_path, and nothing else changes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from lmms_spatial._startup import patch_task_manager
+from lmms_spatial.paths import tasks_dir
+
+
+def _python(code: str, env: dict[str, str]) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip()
+
+
+def test_interpreter_start_does_not_import_lmms_eval(offline_env):
+    out = _python("import sys; print('lmms_eval' in sys.modules, type(sys.meta_path[0]).__name__)", offline_env)
+    assert out == "False _TasksModuleFinder"
+
+
+INDEX = (
+    "from lmms_eval.tasks import TaskManager; print('mmsi_vanilla' in TaskManager(include_defaults=False).all_tasks)"
+)
+
+
+def test_task_manager_indexes_our_tasks_without_include_path(offline_env):
+    assert _python(INDEX, offline_env) == "True"
+
+
+def test_the_hook_can_be_switched_off(offline_env):
+    assert _python(INDEX, {**offline_env, "LMMS_SPATIAL_DISABLE_HOOK": "1"}) == "False"
+
+
+def _fake_tasks_module():
+    calls = []
+
+    class TaskManager:
+        def initialize_tasks(self, include_path=None, include_defaults=True):
+            calls.append((include_path, include_defaults))
+            return {}
+
+    return types.SimpleNamespace(TaskManager=TaskManager), calls
+
+
+def test_our_directory_is_appended_after_the_users_paths_once():
+    module, calls = _fake_tasks_module()
+    patch_task_manager(module)
+    patch_task_manager(module)  # patching twice must not stack
+    module.TaskManager().initialize_tasks(include_path="/user/tasks")
+    module.TaskManager().initialize_tasks(include_path=[tasks_dir()], include_defaults=False)
+    assert calls == [(["/user/tasks", tasks_dir()], True), ([tasks_dir()], False)]
+
+
+def test_tasks_dir_command_prints_the_folder_with_our_yaml(offline_env):
+    proc = subprocess.run(
+        [sys.executable, "-m", "lmms_spatial.cli", "tasks-dir"], env=offline_env, capture_output=True, text=True
+    )
+    folder = Path(proc.stdout.strip())
+    assert (folder / "mmsi" / "mmsi_vanilla.yaml").is_file()
+
+
+@pytest.mark.slow
+def test_lmms_eval_tasks_list_shows_our_tasks(offline_env):
+    exe = Path(sys.executable).with_name("lmms-eval")
+    proc = subprocess.run([str(exe), "tasks", "list"], env=offline_env, capture_output=True, text=True, timeout=600)
+    names = {line.strip() for line in proc.stdout.splitlines()}
+    assert {"mmsi", "mmsi_vanilla", "mmsi_circular", "mmsi_cot", "spatial_suite"} <= names
+    assert "mmsi_bench" in names  # the built-in task is still there, untouched
+
+
+@pytest.mark.slow
+def test_accelerate_launch_finds_our_tasks(offline_env, tmp_path):
+    exe = Path(sys.executable).with_name("accelerate")
+    out = tmp_path / "acc"
+    cmd = [str(exe), "launch", "--num_processes", "1", "--cpu", "-m", "lmms_eval", "--model", "random_choice",
+           "--tasks", "mmsi_vanilla", "--output_path", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, env=offline_env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert list(out.rglob("*_results.json")), proc.stderr[-4000:]
