@@ -27,11 +27,14 @@ COT_POST_PROMPT = (
     "Then, on the last line, give the final answer as the option's letter enclosed within ``."
 )
 
-_DEFAULT_KWARGS = {"pre_prompt": "", "post_prompt": POST_PROMPT, "strategy": "mmsi_official"}
+POST_PROMPTS = {"vanilla": POST_PROMPT, "cot": COT_POST_PROMPT}
 
 
 def _kwargs(lmms_eval_specific_kwargs: dict | None) -> dict:
-    return {**_DEFAULT_KWARGS, **(lmms_eval_specific_kwargs or {})}
+    """Prompt options: ``variant`` (vanilla or cot) picks the post-prompt; both can be overridden."""
+    kw = {"pre_prompt": "", "variant": "vanilla", **(lmms_eval_specific_kwargs or {})}
+    kw.setdefault("post_prompt", POST_PROMPTS[kw["variant"]])
+    return kw
 
 
 def doc_to_visual(doc: dict) -> list:

@@ -1,0 +1,74 @@
+"""MMSI-Bench task adapter: exact prompts, score records, circular expansion."""
+
+import io
+
+import datasets
+from PIL import Image
+
+from lmms_spatial.tasks.mmsi.adapter import (
+    doc_to_messages,
+    doc_to_text,
+    process_docs_circular,
+    process_results,
+    process_results_circular,
+    process_results_cot,
+)
+
+QUESTION = "Which object is closer to the camera?\nOptions: A: chair, B: table, C: lamp, D: sofa"
+
+
+def _png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 10, 10)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+DOC = {"id": 5, "images": [_png(), _png()], "question": QUESTION, "answer": "B", "question_type": "MSR"}
+
+
+def test_vanilla_prompt_is_the_official_text():
+    expected = (
+        QUESTION + "\nAnswer with the option's letter from the given choices directly. "
+        "Enclose the option's letter within ``."
+    )
+    assert doc_to_text(DOC) == expected
+
+
+def test_messages_put_every_image_before_the_text():
+    (message,) = doc_to_messages(DOC)
+    assert [c["type"] for c in message["content"]] == ["image", "image", "text"]
+    assert message["content"][-1]["text"] == doc_to_text(DOC)
+
+
+def test_record_says_what_was_parsed_and_why():
+    metrics = process_results(DOC, ["The answer is ``B``."])
+    assert metrics["accuracy"]["parsed"] == "B" and metrics["accuracy"]["reason"] == "official:double_backticks"
+    assert metrics["accuracy"]["score"] == 1.0
+    assert metrics["MSR"] == 1.0 and metrics["unparsed_rate"] == 0.0 and metrics["chance_level"] == 0.25
+
+
+def test_unparsed_answer_scores_zero_and_counts_as_unparsed():
+    metrics = process_results(DOC, ["the table"])
+    assert metrics["accuracy"]["score"] == 0.0 and metrics["unparsed_rate"] == 1.0
+
+
+def test_cot_reads_the_final_line_not_letters_in_the_reasoning():
+    reply = "Option `A` is far away, and `C` is behind it.\nSo the closest object is the table.\n``B``"
+    assert process_results_cot(DOC, [reply])["accuracy"]["parsed"] == "B"
+
+
+def test_circular_expansion_gives_four_relettered_rows_per_question():
+    ds = datasets.Dataset.from_dict(
+        {
+            "id": [5, 6],
+            "question": [QUESTION, "A question whose options were lost"],
+            "answer": ["B", "A"],
+            "question_type": ["MSR", "MSR"],
+        }
+    )
+    rows = list(process_docs_circular(ds))
+    assert [r["circular_rotation"] for r in rows] == [0, 1, 2, 3, -1]
+    assert [r["answer"] for r in rows[:4]] == ["B", "A", "D", "C"]  # "table" under ABCD/BCDA/CDAB/DABC
+    assert rows[1]["question"].endswith("Options: A: table, B: lamp, C: sofa, D: chair")
+    assert rows[4]["circular_question_id"] == "6"
+    assert set(process_results_circular(rows[4], ["A"])) == {"unrotatable_questions"}
