@@ -1,0 +1,159 @@
+"""OSR-Bench LLM-evaluator rubric: verbatim meta-prompts, JSON parser, the paper's rule fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from lmms_spatial.metrics.rubrics import UnparsedReply, get_rubric
+from lmms_spatial.metrics.rubrics.osr_negative import (
+    NO_CANDIDATE_FOUND,
+    ORIENTING_OR_QUERYING_NOT_FOUND,
+    POSITIONING_NOT_FOUND,
+    POSITIONING_NOT_UNIQUE,
+    counting_score,
+)
+
+OSR = get_rubric("osr_negative")
+
+
+def item(skill: str, answer: str, response: str, question: str = "Q?") -> dict[str, str]:
+    return {"skill": skill, "question": question, "answer": answer, "response": response}
+
+
+# -- prompt ------------------------------------------------------------------------------
+
+
+def test_counting_prompt_is_the_papers_meta_prompt_with_fields_filled_in() -> None:
+    messages = OSR.build_messages(item("object_counting", "2", "There are 2.", "How many chairs?"))
+    assert messages == [
+        {
+            "role": "user",
+            "content": "You are evaluating an object counting answer.\n"
+            "Question: How many chairs?\n\n"
+            "Ground Truth: 2\n\n"
+            "Model Answer: There are 2.\n"
+            "Evaluation rules:\n"
+            "- The answer must be an integer (including 0)\n"
+            "- Correct if the model's integer exactly matches the ground truth\n"
+            "- Also correct if the model answer contains additional text but has the correct number\n"
+            "Please respond in JSON format:\n"
+            "{\n"
+            '"score": 0 or 1,\n'
+            '"confidence": "high" or "middle" or "low"\n'
+            "}",
+        }
+    ]
+
+
+def test_distance_and_direction_prompts_list_their_fixed_not_found_strings() -> None:
+    distance = OSR.build_messages(item("relative_distance", "chair", "chair"))[0]["content"]
+    direction = OSR.build_messages(item("relative_direction", "Front", "front"))[0]["content"]
+    for text in (POSITIONING_NOT_FOUND, POSITIONING_NOT_UNIQUE):
+        assert f'"{text}"' in distance and f'"{text}"' in direction
+    assert f'"{NO_CANDIDATE_FOUND}"' in distance and NO_CANDIDATE_FOUND not in direction
+    assert f'"{ORIENTING_OR_QUERYING_NOT_FOUND}"' in direction and ORIENTING_OR_QUERYING_NOT_FOUND not in distance
+    assert "contains the matching object name (case insensitive)" in distance
+    assert 'hyphens are optional (e.g., "front left" equals "Front-Left")' in direction
+
+
+def test_think_mode_answer_is_reduced_to_its_answer_tag_before_judging() -> None:
+    response = "<think>The sofa is left, the lamp is 3 m away.</think><answer>front left</answer>"
+    text = OSR.build_messages(item("relative_direction", "Front-Left", response))[0]["content"]
+    assert "Model Answer: front left\n" in text and "<think>" not in text
+
+
+def test_unknown_skill_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="unknown skill"):
+        OSR.build_messages(item("cognitive_map", "{}", "{}"))
+
+
+# -- parser ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "score", "confidence"),
+    [
+        ('{"score": 1, "confidence": "high"}', 1.0, "high"),
+        ("```json\n{\u201cscore\u201d: 0, \u201cconfidence\u201d: \u201cmiddle\u201d}\n```", 0.0, "middle"),
+        ('{\n "score": 1,  # 0 for incorrect, 1 for correct\n "confidence": "low"\n}', 1.0, "low"),
+        ('{"score": "0", "confidence": "medium"}', 0.0, "middle"),
+        ('{"score": 1}', 1.0, None),
+        ("score: 1, confidence: high", 1.0, "high"),
+    ],
+)
+def test_osr_parser_reads_binary_score_and_confidence(reply: str, score: float, confidence: str | None) -> None:
+    verdict = OSR.parse_reply(reply, None)
+    assert (verdict.score, verdict.details["confidence"]) == (score, confidence)
+
+
+@pytest.mark.parametrize("reply", ['{"score": 2, "confidence": "high"}', "Correct!", '{"confidence": "high"}', ""])
+def test_osr_parser_rejects_replies_without_a_binary_score(reply: str) -> None:
+    with pytest.raises(UnparsedReply):
+        OSR.parse_reply(reply, None)
+
+
+# -- fallback ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pred", "truth", "expected"),
+    [(3, 4, 0.75), (4, 4, 1.0), (6, 4, 1 - 2 / 6), (0, 2, 0.0), (2, 0, 0.0), (0, 0, 1.0)],
+)
+def test_counting_partial_credit_is_one_minus_relative_difference(pred: int, truth: int, expected: float) -> None:
+    assert counting_score(pred, truth) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("response", "score"),
+    [
+        ("There are 3 chairs.", 0.75),
+        ("3 or 4 chairs", 0.75),  # the first integer counts
+        ("<think>I see 2 at first, then more.</think><answer>4</answer>", 1.0),
+        ("three chairs", 0.0),  # the official rule reads digits only
+    ],
+)
+def test_counting_fallback_uses_the_first_integer(response: str, score: float) -> None:
+    assert OSR.fallback(item("object_counting", "4", response)).score == pytest.approx(score)
+
+
+@pytest.mark.parametrize(
+    ("skill", "truth", "response", "score"),
+    [
+        ("relative_distance", "chair", " Chair ", 1.0),
+        ("relative_distance", "chair", "the chair", 0.0),  # exact name match only
+        ("relative_direction", "Front-Left", "front left", 1.0),
+        ("relative_direction", "back right", "Back-Right", 1.0),
+        ("relative_direction", "Front-Left", "front-right", 0.0),
+    ],
+)
+def test_distance_and_direction_fallbacks_match_exactly_after_normalising(
+    skill: str, truth: str, response: str, score: float
+) -> None:
+    assert OSR.fallback(item(skill, truth, response)).score == score
+
+
+@pytest.mark.parametrize(
+    ("truth", "response", "score"),
+    [
+        (POSITIONING_NOT_FOUND, "The positioning object is not found in the picture.", 1.0),
+        (POSITIONING_NOT_FOUND, "the positioning object is not found in the picture", 1.0),
+        (POSITIONING_NOT_FOUND, "I cannot find a stool in this panorama.", 1.0),
+        (POSITIONING_NOT_FOUND, "There is no piano here.", 1.0),
+        (POSITIONING_NOT_FOUND, "chair", 0.0),
+        (POSITIONING_NOT_FOUND, "There are multiple stools.", 0.0),
+        (POSITIONING_NOT_UNIQUE, "There are multiple stools, so I can't say.", 1.0),
+        (POSITIONING_NOT_UNIQUE, "The stool is not found.", 0.0),
+        (NO_CANDIDATE_FOUND, "None of the candidates were found in the picture.", 1.0),
+        (ORIENTING_OR_QUERYING_NOT_FOUND, "The door is not visible in the image.", 1.0),
+        (ORIENTING_OR_QUERYING_NOT_FOUND, "front-left", 0.0),
+    ],
+)
+def test_fixed_not_found_ground_truth_matches_a_response_stating_the_same(
+    truth: str, response: str, score: float
+) -> None:
+    assert OSR.fallback(item("relative_direction", truth, response)).score == score
+
+
+def test_counting_item_with_not_found_ground_truth_uses_the_statement_rule() -> None:
+    verdict = OSR.fallback(item("object_counting", POSITIONING_NOT_FOUND, "There is no such object."))
+    assert (verdict.score, verdict.reason) == (1.0, "fallback_states_not_found")
