@@ -1,0 +1,42 @@
+"""``datasets`` features of the normalised layouts (SPEC section 4), shared by converters and fixtures.
+
+A hub card's ``dataset_info.features`` must equal these (tests/test_contract.py checks the
+fixture against the card), so converters, demo data and card cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import datasets
+
+DORI_FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "images": datasets.Sequence(datasets.Image()),
+        "task": datasets.Value("string"),
+        "granularity": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "context": datasets.Value("string"),
+        "instructions": datasets.Sequence(datasets.Value("string")),
+        "examples": datasets.Sequence(datasets.Value("string")),
+        "options": datasets.Sequence(datasets.Value("string")),
+        "answer": datasets.Value("string"),
+        "source": datasets.Value("string"),
+        "category": datasets.Value("string"),
+        "data_type": datasets.Value("string"),
+    }
+)
+
+# OSR-Bench: one row per question; configs `standard` and `negative` are two folders of this layout.
+OSR_FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "image": datasets.Image(),
+        "scene_id": datasets.Value("string"),
+        "turn_id": datasets.Value("int64"),
+        "skill": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "object_pool": datasets.Sequence(datasets.Value("string")),
+        "cogmap": datasets.Value("string"),
+    }
+)

@@ -1,0 +1,1 @@
+"""Paper-layout reports computed from finished runs (results and samples files)."""

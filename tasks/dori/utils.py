@@ -1,0 +1,25 @@
+"""Thin lmms-eval glue for DORI: everything lives in lmms_spatial.tasks.dori.adapter."""
+
+from lmms_spatial.data.sources import dataset_source
+from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
+from lmms_spatial.tasks.dori.adapter import (  # noqa: F401
+    aggregate_accuracy,
+    aggregate_mean,
+    aggregate_soft_accuracy,
+    doc_to_messages,
+    doc_to_target,
+    doc_to_text,
+    doc_to_visual,
+    docs_for,
+    process_results,
+    process_results_unstructured,
+)
+
+_SOURCE = dataset_source("dori")
+DATASET_PATH = _SOURCE.path
+DATASET_KWARGS = _SOURCE.kwargs
+
+# process_docs per question type, named docs_<task>_<granularity> for the YAMLs
+for _task in TASKS:
+    for _granularity in GRANULARITIES:
+        globals()[f"docs_{_task}_{_granularity}"] = docs_for(_task, _granularity)
