@@ -1,0 +1,319 @@
+"""ODI-Bench scoring rules and report layout (seed 000, Tables 2, 3, 8; App. D.1.3).
+
+Ten tasks, two levels (the paper's column order)::
+
+    General: object_attribute (OA), human_attribute (HA), existence (Exist.), counting (Count.), ocr (OCR)
+    Spatial: egocentric_view_orientation (EVO), allocentric_view_orientation (AVO),
+             scene_simulation (SS), relative_direction (RD), odi_reasoning (OR)
+
+Every task is asked in two settings:
+
+* **close-ended**: multiple choice (existence: yes/no); score 1 when the parsed letter /
+  Yes-No equals the answer, else 0 (unparsed = 0, counted in ``unparsed_rate``);
+* **open-ended**: the LLM judge's 0 / 0.5 / 1 with the ``odi_open`` rubric
+  (:mod:`lmms_spatial.metrics.rubrics.odi_open`).
+
+Aggregates (what Tables 2 / 3 report):
+
+* per task: mean score over its questions;
+* **General** / **Spatial**: unweighted mean of the 5 task scores of the level;
+* **Overall**: mean over *questions* (every question counts once), not the mean of the 10
+  task scores. Checked against Table 2: with the per-task question counts the paper implies
+  (OA 1,220, HA 304, Exist. 200, Count. 172, OCR 121, EVO ~814, AVO 477, SS 500, RD 245,
+  OR 200; 4,254 in all) the question-weighted mean reproduces every model's Overall (GPT-4o
+  55.79, o3 62.62, ...) and the Random row's 26.93, whereas the mean of the 10 task scores
+  gives 63.22 for o3 and 29.10 for Random.
+
+Open-ended judge failures (judge unreachable or not configured) are *not* scored: such a
+record carries ``failed=True`` and a ``reason``, has no ``score``, is left out of every mean
+and is counted in ``judge_failures``. A run therefore never turns an outage into zeros;
+re-running (``--model replay`` on the samples files) fills the gaps from the judge cache.
+A judge reply that cannot be parsed is a verdict (score 0, reason ``judge_unparsed``), as
+the judge layer defines it, and is counted in ``judge_unparsed``.
+
+Option anchoring (App. D.1.3): for one model run in both settings, the share of questions
+answered right open-ended but wrong close-ended ("option anchoring bias") and the reverse,
+computed from the two runs' samples files (:func:`option_anchoring`, CLI below)::
+
+    python -m lmms_spatial.metrics.odi_bench anchoring CLOSE_RUN OPEN_RUN [--open-threshold 1.0] [--json out.json]
+
+where each RUN is a samples ``.jsonl`` file or a folder searched for ``*_samples_odi_bench_*``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lmms_spatial.metrics.aggregation import mean
+
+GENERAL_TASKS = ("object_attribute", "human_attribute", "existence", "counting", "ocr")
+SPATIAL_TASKS = (
+    "egocentric_view_orientation",
+    "allocentric_view_orientation",
+    "scene_simulation",
+    "relative_direction",
+    "odi_reasoning",
+)
+TASKS = GENERAL_TASKS + SPATIAL_TASKS
+LEVELS = {"General": GENERAL_TASKS, "Spatial": SPATIAL_TASKS}
+
+ABBREVIATIONS = {
+    "object_attribute": "OA",
+    "human_attribute": "HA",
+    "existence": "Exist.",
+    "counting": "Count.",
+    "ocr": "OCR",
+    "egocentric_view_orientation": "EVO",
+    "allocentric_view_orientation": "AVO",
+    "scene_simulation": "SS",
+    "relative_direction": "RD",
+    "odi_reasoning": "OR",
+}
+
+# Tasks whose open-ended prompt asks for an orientation word (Fig. 12 / App. E.2): the
+# direction-answer tasks, the same family the judge scores with the 45-degree rule.
+ORIENTATION_TASKS = ("egocentric_view_orientation", "allocentric_view_orientation", "relative_direction")
+
+YES_NO = ("Yes", "No")
+SETTINGS = ("close", "open", "cot")
+
+
+def normalise_task(name: str) -> str:
+    """Canonical task key from a spelling such as "Object Attribute", "object-attribute" or "OA"."""
+    key = "_".join(str(name).strip().lower().replace("-", " ").replace("_", " ").split())
+    if key in TASKS:
+        return key
+    by_abbrev = {a.lower().rstrip("."): t for t, a in ABBREVIATIONS.items()}
+    by_abbrev.update({"exist": "existence", "count": "counting", "odi_reason": "odi_reasoning"})
+    found = by_abbrev.get(key.rstrip("."))
+    if found is None:
+        raise ValueError(f"unknown ODI-Bench task {name!r}; known: {', '.join(TASKS)}")
+    return found
+
+
+def level_of(task: str) -> str:
+    return "General" if task in GENERAL_TASKS else "Spatial"
+
+
+def is_yes_no(doc: Mapping[str, Any]) -> bool:
+    """A yes/no question: no options and a Yes/No answer (the existence task)."""
+    options = doc.get("options")
+    return not options and str(doc.get("answer", "")).strip().capitalize() in YES_NO
+
+
+# ---------------------------------------------------------------------------------------
+# record aggregations (the task YAMLs' metric functions)
+# ---------------------------------------------------------------------------------------
+
+
+def scored(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Records that have a score (open-ended judge failures have none)."""
+    return [r for r in records if not r.get("failed") and r.get("score") is not None]
+
+
+def mean_score(records: Iterable[Mapping[str, Any]]) -> float:
+    """Mean score of the scored records; NaN when none is scored."""
+    return mean(float(r["score"]) for r in scored(records))
+
+
+def count_where(records: Iterable[Mapping[str, Any]], key: str) -> int:
+    return sum(1 for r in records if r.get(key))
+
+
+def chance_of(record: Mapping[str, Any]) -> float:
+    """Expected accuracy of a uniform guess for one close-ended question."""
+    n = int(record.get("n_options") or 0)
+    return 1.0 / n if n > 0 else 0.5
+
+
+# ---------------------------------------------------------------------------------------
+# report layout: Tables 2 / 3
+# ---------------------------------------------------------------------------------------
+
+
+def summarise(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per task, General, Spatial, Overall from score records (``task`` and ``score`` fields).
+
+    The exact definitions of the module docstring: General / Spatial are the unweighted mean
+    of their tasks' scores (tasks without records are left out), Overall the mean over all
+    scored questions. ``n`` counts scored records per task; ``failed`` the unscored ones.
+    """
+    records = list(records)
+    per_task: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for task in TASKS:
+        mine = [r for r in records if r.get("task") == task]
+        counts[task] = len(scored(mine))
+        if counts[task]:
+            per_task[task] = mean_score(mine)
+    summary: dict[str, Any] = {"tasks": per_task, "n": counts, "failed": len(records) - len(scored(records))}
+    for level, tasks in LEVELS.items():
+        summary[level] = mean(per_task[t] for t in tasks if t in per_task)
+    summary["Overall"] = mean_score(records)
+    return summary
+
+
+def format_table(summary: Mapping[str, Any], label: str = "model", scale: float = 100.0) -> str:
+    """One row in the paper's column order: Overall, then the 10 tasks (General, Spatial in between)."""
+    header = ["", "Overall", "General", "Spatial", *(ABBREVIATIONS[t] for t in TASKS)]
+
+    def cell(value: float | None) -> str:
+        return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value * scale:.2f}"
+
+    row = [label, cell(summary["Overall"]), cell(summary["General"]), cell(summary["Spatial"])]
+    row += [cell(summary["tasks"].get(t)) for t in TASKS]
+    return "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n| " + " | ".join(row) + " |"
+
+
+# ---------------------------------------------------------------------------------------
+# option anchoring (App. D.1.3)
+# ---------------------------------------------------------------------------------------
+
+
+def option_anchoring(
+    close_records: Iterable[Mapping[str, Any]],
+    open_records: Iterable[Mapping[str, Any]],
+    *,
+    open_threshold: float = 1.0,
+) -> dict[str, Any]:
+    """Shares of questions right in one setting and wrong in the other, for one model.
+
+    Questions are matched by ``id``. Close-ended right = score 1; open-ended right = judge
+    score >= ``open_threshold`` (1.0: fully correct; 0.5 counts partial credit as right).
+    Open-ended judge failures and questions present in only one run are left out (counted).
+
+    ``open_right_close_wrong`` is the paper's "option anchoring bias" share;
+    ``close_right_open_wrong`` the reverse ("options as a hint", App. D.1.2). Both are
+    fractions of the matched questions, overall and per task.
+    """
+    close = {str(r["id"]): r for r in close_records if r.get("id") is not None}
+    opened = {str(r["id"]): r for r in open_records if r.get("id") is not None}
+    common = sorted(set(close) & set(opened))
+    matched = [q for q in common if not opened[q].get("failed") and opened[q].get("score") is not None]
+
+    def shares(ids: Sequence[str]) -> dict[str, Any]:
+        oc = cc = both = neither = 0
+        for q in ids:
+            c_right = float(close[q]["score"]) >= 1.0
+            o_right = float(opened[q]["score"]) >= open_threshold
+            oc += o_right and not c_right
+            cc += c_right and not o_right
+            both += c_right and o_right
+            neither += not c_right and not o_right
+        n = len(ids)
+        frac = (lambda k: k / n) if n else (lambda k: math.nan)
+        return {
+            "n": n,
+            "open_right_close_wrong": frac(oc),
+            "close_right_open_wrong": frac(cc),
+            "both_right": frac(both),
+            "both_wrong": frac(neither),
+        }
+
+    result = shares(matched)
+    result["per_task"] = {}
+    for task in TASKS:
+        ids = [q for q in matched if close[q].get("task") == task]
+        if ids:
+            result["per_task"][task] = shares(ids)
+    result["only_close"] = len(set(close) - set(opened))
+    result["only_open"] = len(set(opened) - set(close))
+    result["open_failed"] = len(common) - len(matched)
+    result["open_threshold"] = open_threshold
+    return result
+
+
+def _samples_files(path: Path, setting: str) -> list[Path]:
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such samples file or folder")
+    files = sorted(path.rglob(f"*_samples_odi_bench_{setting}_*.jsonl"))
+    if not files:
+        raise FileNotFoundError(f"{path}: no *_samples_odi_bench_{setting}_*.jsonl files")
+    return files
+
+
+def read_records(paths: Iterable[Path | str], metric: str) -> list[dict[str, Any]]:
+    """The ``metric`` record of every sample in lmms-eval samples files (``accuracy`` / ``judge_score``)."""
+    records: list[dict[str, Any]] = []
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)[metric]
+                except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                    raise ValueError(f"{path}:{line_no}: no {metric!r} record in this sample ({exc})") from exc
+                if not isinstance(record, dict):
+                    raise ValueError(f"{path}:{line_no}: {metric!r} is not a score record")
+                records.append(record)
+    return records
+
+
+def anchoring_from_runs(close_run: Path | str, open_run: Path | str, open_threshold: float = 1.0) -> dict[str, Any]:
+    """:func:`option_anchoring` from samples files (or run folders) of a close and an open run."""
+    close = read_records(_samples_files(Path(close_run), "close"), "accuracy")
+    opened = read_records(_samples_files(Path(open_run), "open"), "judge_score")
+    return option_anchoring(close, opened, open_threshold=open_threshold)
+
+
+def format_anchoring(result: Mapping[str, Any]) -> str:
+    lines = [
+        f"{'task':<30} {'n':>5} {'open right, close wrong':>24} {'close right, open wrong':>24}",
+    ]
+
+    def row(name: str, r: Mapping[str, Any]) -> str:
+        oc, co = r["open_right_close_wrong"] * 100, r["close_right_open_wrong"] * 100
+        return f"{name:<30} {r['n']:>5} {oc:>23.2f}% {co:>23.2f}%"
+
+    for task, r in result["per_task"].items():
+        lines.append(row(task, r))
+    lines.append(row("all", result))
+    lines.append(
+        f"(open right = judge score >= {result['open_threshold']:g}; left out: {result['open_failed']} judge failures, "
+        f"{result['only_close']} only close-ended, {result['only_open']} only open-ended)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lmms_spatial.metrics.odi_bench", description=__doc__.split("\n")[0]
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    anchoring = sub.add_parser("anchoring", help="option anchoring shares from a close and an open run")
+    anchoring.add_argument("close_run", help="samples file or output folder of the close-ended run")
+    anchoring.add_argument("open_run", help="samples file or output folder of the open-ended run")
+    anchoring.add_argument("--open-threshold", type=float, default=1.0, help="judge score that counts as right")
+    anchoring.add_argument("--json", help="also write the result as JSON here")
+    table = sub.add_parser("table", help="Table 2/3 row (Overall, General, Spatial, tasks) from a run's samples")
+    table.add_argument("run", help="output folder of a run")
+    table.add_argument("--setting", choices=SETTINGS, default="close")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "anchoring":
+            result = anchoring_from_runs(args.close_run, args.open_run, args.open_threshold)
+            print(format_anchoring(result))
+            if args.json:
+                Path(args.json).write_text(json.dumps(result, indent=2, sort_keys=True))
+            return 0
+        metric = "judge_score" if args.setting == "open" else "accuracy"
+        records = read_records(_samples_files(Path(args.run), args.setting), metric)
+        print(format_table(summarise(records), label=f"{Path(args.run).name} ({args.setting})"))
+        return 0
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"odi_bench: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

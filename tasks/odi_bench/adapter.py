@@ -1,0 +1,352 @@
+"""ODI-Bench task adapter: documents -> prompts and ERP images, responses -> score records.
+
+Data: Hub ``LiuYang66/ODI-Bench`` converted to the normalised layout
+(``scripts/convert_odi_bench.py``, ``hub_cards/odi_bench/README.md``) or ``$LMMS_SPATIAL_ODI_PATH``.
+One leaf task per (setting, ODI task); ``process_docs`` keeps the task's rows and leaves the
+image column undecoded, so only :func:`doc_to_visual` decodes an image, once, at the capped
+resolution (:mod:`lmms_spatial.data.erp_image`).
+
+Prompts (Fig. 12, decoded in SPEC §3.4), lines joined by newlines::
+
+    close, multiple choice: <prefix> / Question: <q> / Options: / A. .. / B. .. /
+                            Answer ONLY with the option letter (e.g., A, B, C, or D).
+    close, yes/no:          <prefix> / Question: <q> / Answer ONLY with Yes or No.
+    open:                   <prefix> / Question: <q>
+                            (+ "Your answer should contain the [orientation word]." for EVO, AVO, RD)
+    cot (Table 8):          the close-ended question + a zero-shot CoT instruction in the R1 format
+
+``<prefix>`` is Table 13's prompt variant: ``erp`` (default, "Answer the question based on the
+provided ERP-formatted image."), ``panorama``, ``panorama_erp``, or literal text.
+
+Task options (``lmms_eval_specific_kwargs``; environment variables override them for a run):
+
+* ``prompt`` / ``LMMS_SPATIAL_ODI_PROMPT``: the prefix variant;
+* ``max_pixels`` / ``LMMS_SPATIAL_ODI_MAX_PIXELS``: cap the pixels of the image sent to the model;
+* ``resize`` / ``LMMS_SPATIAL_ODI_RESIZE``: exact ``HEIGHTxWIDTH`` (``512x1024`` = Table 11).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from loguru import logger
+
+from lmms_spatial.data.erp_image import ResolutionCap, decode_erp, undecoded
+from lmms_spatial.data.images import doc_id_of, require
+from lmms_spatial.judge import FALLBACK_JUDGE, get_judge
+from lmms_spatial.metrics import odi_bench as odi
+from lmms_spatial.metrics.extraction import LETTERS, Extraction, extract_choice, extract_yes_no
+
+ENV_PROMPT = "LMMS_SPATIAL_ODI_PROMPT"
+
+PROMPT_PREFIXES = {
+    "erp": "Answer the question based on the provided ERP-formatted image.",
+    "panorama": "This is a 360-degree panoramic image.",
+    "panorama_erp": "This is a 360-degree panoramic image, the image is ERP-formatted.",
+}
+MCQ_SUFFIX = "Answer ONLY with the option letter (e.g., A, B, C, or D)."
+YES_NO_SUFFIX = "Answer ONLY with Yes or No."
+ORIENTATION_SUFFIX = "Your answer should contain the [orientation word]."
+# Fig. 11 (zero-shot CoT) did not survive extraction; the paper says it follows Kojima et al.
+# ("step by step") with the response format of DeepSeek-R1 (Guo et al., 2025).
+COT_MCQ_SUFFIX = (
+    "Let's think step by step. First write your reasoning within <think> </think> tags, then give the final "
+    "answer, ONLY the option letter, within <answer> </answer> tags."
+)
+COT_YES_NO_SUFFIX = (
+    "Let's think step by step. First write your reasoning within <think> </think> tags, then give the final "
+    "answer, ONLY Yes or No, within <answer> </answer> tags."
+)
+
+JUDGE_RUBRIC = "odi_open"
+
+
+# ---------------------------------------------------------------------------------------
+# options and prompts
+# ---------------------------------------------------------------------------------------
+
+
+def _kwargs(lmms_eval_specific_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    kw = {"prompt": "erp", "setting": "close", **(lmms_eval_specific_kwargs or {})}
+    env_prompt = os.environ.get(ENV_PROMPT, "").strip()
+    if env_prompt:
+        kw["prompt"] = env_prompt
+    return kw
+
+
+def prompt_prefix(variant: str | None) -> str:
+    """Table 13's prefix: a variant name, or the literal text when it is not one."""
+    if variant is None or not str(variant).strip():
+        return PROMPT_PREFIXES["erp"]
+    return PROMPT_PREFIXES.get(str(variant).strip().lower(), str(variant).strip())
+
+
+def options_of(doc: Mapping[str, Any]) -> list[str]:
+    options = doc.get("options") or []
+    return [str(o) for o in options]
+
+
+def format_options(options: Sequence[str]) -> str:
+    return "\n".join(f"{LETTERS[i]}. {str(text).strip()}" for i, text in enumerate(options))
+
+
+def task_of(doc: Mapping[str, Any]) -> str:
+    return odi.normalise_task(require(doc, "task"))
+
+
+def build_prompt(doc: Mapping[str, Any], setting: str = "close", prefix: str | None = None) -> str:
+    """The text of one question in ``setting`` (close, open or cot); ``prefix`` as :func:`prompt_prefix`."""
+    question = str(require(doc, "question")).strip()
+    lines = [prompt_prefix(prefix), f"Question: {question}"]
+    if setting == "open":
+        if task_of(doc) in odi.ORIENTATION_TASKS:
+            lines.append(ORIENTATION_SUFFIX)
+        return "\n".join(lines)
+    if setting not in ("close", "cot"):
+        raise ValueError(f"unknown ODI-Bench setting {setting!r}; known: close, open, cot")
+    cot = setting == "cot"
+    if odi.is_yes_no(doc):
+        lines.append(COT_YES_NO_SUFFIX if cot else YES_NO_SUFFIX)
+    else:
+        options = options_of(doc)
+        if not options:
+            raise ValueError(f"document {doc_id_of(doc)!r}, field 'options': empty for a non yes/no question")
+        lines += ["Options:", format_options(options), COT_MCQ_SUFFIX if cot else MCQ_SUFFIX]
+    return "\n".join(lines)
+
+
+def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
+    kw = _kwargs(lmms_eval_specific_kwargs)
+    return build_prompt(doc, kw["setting"], kw["prompt"])
+
+
+def resolution_cap(lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> ResolutionCap:
+    return ResolutionCap.from_options(lmms_eval_specific_kwargs)
+
+
+def doc_to_visual(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list:
+    """The ERP image, decoded once at the capped resolution (full resolution by default)."""
+    cap = resolution_cap(lmms_eval_specific_kwargs)
+    return [decode_erp(require(doc, "image"), cap, doc_id=doc_id_of(doc), field="image")]
+
+
+def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list[dict]:
+    """The image, then the text."""
+    content: list[dict[str, Any]] = [
+        {"type": "image", "url": image} for image in doc_to_visual(doc, lmms_eval_specific_kwargs)
+    ]
+    content.append({"type": "text", "text": doc_to_text(doc, lmms_eval_specific_kwargs)})
+    return [{"role": "user", "content": content}]
+
+
+def doc_to_target(doc: dict) -> str:
+    return str(doc.get("answer", ""))
+
+
+def doc_to_target_open(doc: dict) -> str:
+    return str(doc.get("answer_text", ""))
+
+
+# ---------------------------------------------------------------------------------------
+# documents
+# ---------------------------------------------------------------------------------------
+
+
+def process_docs_for(task: str) -> Callable:
+    """``process_docs`` of one ODI task: its rows only, image column left undecoded."""
+    task = odi.normalise_task(task)
+
+    def process_docs(dataset):
+        dataset = undecoded(dataset, "image")
+        return dataset.filter(
+            lambda names: [odi.normalise_task(n) == task for n in names],
+            batched=True,
+            input_columns=["task"],
+            desc=f"ODI-Bench {task}",
+        )
+
+    process_docs.__name__ = f"process_docs_{task}"
+    return process_docs
+
+
+# ---------------------------------------------------------------------------------------
+# close-ended scoring
+# ---------------------------------------------------------------------------------------
+
+
+def _first_text(results: Sequence[Any] | None) -> str:
+    if not results:
+        return ""
+    value = results[0]
+    while isinstance(value, (list, tuple)):
+        value = value[0] if value else ""
+    return "" if value is None else str(value)
+
+
+def _yes_no_final(response: str) -> Extraction:
+    """Chain-of-thought yes/no: the last line first, then the whole reply."""
+    lines = [line for line in response.strip().splitlines() if line.strip()]
+    if lines:
+        last = extract_yes_no(lines[-1])
+        if last.parsed:
+            return Extraction(last.value, f"last_line:{last.reason}")
+    return extract_yes_no(response)
+
+
+def score_close(doc: Mapping[str, Any], response: str, strategy: str = "robust") -> dict[str, Any]:
+    """Score record of one close-ended answer: parsed letter (or Yes/No), reason, score."""
+    answer = str(require(doc, "answer")).strip()
+    if odi.is_yes_no(doc):
+        extraction = _yes_no_final(response) if strategy == "final" else extract_yes_no(response)
+        answer, n_options = answer.capitalize(), 2
+    else:
+        options = options_of(doc)
+        extraction = extract_choice(response, options=options, strategy=strategy)
+        answer, n_options = answer.upper(), len(options)
+    return {
+        "id": str(doc_id_of(doc)),
+        "task": task_of(doc),
+        "answer": answer,
+        "parsed": extraction.value,
+        "reason": extraction.reason,
+        "score": 1.0 if extraction.value == answer else 0.0,
+        "n_options": n_options,
+    }
+
+
+def _close_metrics(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "accuracy": record,
+        "unparsed_rate": 1.0 if record["parsed"] is None else 0.0,
+        "chance_level": odi.chance_of(record),
+    }
+
+
+def process_results(doc: dict, results: list) -> dict[str, Any]:
+    return _close_metrics(score_close(doc, _first_text(results), "robust"))
+
+
+def process_results_cot(doc: dict, results: list) -> dict[str, Any]:
+    return _close_metrics(score_close(doc, _first_text(results), "final"))
+
+
+# ---------------------------------------------------------------------------------------
+# open-ended scoring (LLM judge)
+# ---------------------------------------------------------------------------------------
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(key: str, message: str) -> None:
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    logger.warning(message)
+
+
+def judge_item(doc: Mapping[str, Any], response: str) -> dict[str, Any]:
+    """The ``odi_open`` rubric's item for one answer."""
+    return {
+        "task": task_of(doc),
+        "question": str(require(doc, "question")).strip(),
+        "answer_text": str(require(doc, "answer_text")).strip(),
+        "response": response,
+    }
+
+
+def score_open(doc: Mapping[str, Any], response: str, judge: Any = None) -> dict[str, Any]:
+    """Score record of one open-ended answer, judged by the shared judge layer.
+
+    Never raises on model output or judge trouble: an unreachable / unconfigured judge gives
+    a record with ``failed=True``, the error as ``reason`` and no ``score`` (left out of the
+    means, counted in ``judge_failures``).
+    """
+    item = judge_item(doc, response)
+    record: dict[str, Any] = {"id": str(doc_id_of(doc)), "task": item["task"], "answer_text": item["answer_text"]}
+    try:
+        if judge is None:
+            judge = get_judge(JUDGE_RUBRIC)
+        verdict = judge.score(item)
+    except Exception as exc:  # JudgeUnavailableError, JudgeNotConfiguredError, anything else
+        message = f"{type(exc).__name__}: {exc}"
+        _warn_once(
+            type(exc).__name__,
+            f"ODI-Bench open-ended: judge failed ({message}); such items are not scored and are counted in "
+            f"judge_failures. Re-run (e.g. --model replay) once the judge works.",
+        )
+        record.update(failed=True, reason=f"judge_failed:{message}"[:500], judge=None, cached=False)
+        return record
+    record.update(
+        failed=False,
+        score=float(verdict.score),
+        reason=verdict.reason,
+        judge=verdict.judge,
+        rubric=verdict.rubric,
+        rubric_version=verdict.rubric_version,
+        cached=bool(verdict.cached),
+        judge_reply=verdict.raw_reply,
+        fallback=verdict.judge == FALLBACK_JUDGE,
+    )
+    return record
+
+
+def process_results_open(doc: dict, results: list) -> dict[str, Any]:
+    record = score_open(doc, _first_text(results))
+    return {
+        "judge_score": record,
+        "judge_failures": record,
+        "judge_unparsed": record,
+        "judge_cache_hits": record,
+        "judge_fallback_share": record,
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# aggregations
+# ---------------------------------------------------------------------------------------
+
+
+def aggregate_accuracy(records: list[dict]) -> float:
+    return odi.mean_score(records)
+
+
+def aggregate_mean(values: list[float]) -> float:
+    return odi.mean(values)
+
+
+def aggregate_judge_score(records: list[dict]) -> float:
+    judges = sorted({f"{r.get('judge')} ({r.get('rubric')}@{r.get('rubric_version')})" for r in odi.scored(records)})
+    failed = odi.count_where(records, "failed")
+    if records:
+        logger.info(
+            f"ODI-Bench open-ended ({records[0].get('task')}): judged by {', '.join(judges) or 'nobody'}; "
+            f"{len(records) - failed} scored, {failed} judge failures"
+        )
+    return odi.mean_score(records)
+
+
+def aggregate_failures(records: list[dict]) -> int:
+    return odi.count_where(records, "failed")
+
+
+def aggregate_unparsed(records: list[dict]) -> int:
+    return sum(1 for r in odi.scored(records) if r.get("reason") == "judge_unparsed")
+
+
+def aggregate_cache_hits(records: list[dict]) -> int:
+    return sum(1 for r in odi.scored(records) if r.get("cached"))
+
+
+def aggregate_fallback_share(records: list[dict]) -> float:
+    """Share of scored answers scored by the rule-based fallback (``LMMS_SPATIAL_JUDGE=none``): 1.0 = no LLM judge."""
+    return odi.mean(1.0 if r.get("fallback") else 0.0 for r in odi.scored(records))
+
+
+def group_sum(metrics: list, sizes: list, weight_by_size: bool = False) -> float:
+    """Group aggregation of counts (judge failures, ...): the sum over the subtasks."""
+    return float(sum(m for m in metrics if isinstance(m, (int, float))))

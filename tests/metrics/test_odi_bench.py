@@ -1,0 +1,134 @@
+"""ODI-Bench metrics: Table 2/3 aggregates, chance level, judge failures, option anchoring."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from lmms_spatial.metrics import odi_bench as odi
+
+
+def rec(task: str, score: float | None, i: int = 0, **extra) -> dict:
+    r = {"id": f"{task}_{i}", "task": task, **extra}
+    if score is None:
+        r["failed"] = True
+    else:
+        r["score"] = score
+    return r
+
+
+def test_general_and_spatial_are_unweighted_means_of_five_tasks_and_overall_is_over_questions():
+    # object_attribute: 3 questions, 2 right (2/3); the other general tasks 1 question each
+    records = [rec("object_attribute", s, i) for i, s in enumerate([1.0, 1.0, 0.0])]
+    records += [rec("human_attribute", 1.0), rec("existence", 0.0), rec("counting", 1.0), rec("ocr", 0.0)]
+    records += [rec(t, 0.5) for t in odi.SPATIAL_TASKS]
+    summary = odi.summarise(records)
+    assert summary["tasks"]["object_attribute"] == pytest.approx(2 / 3)
+    assert summary["General"] == pytest.approx((2 / 3 + 1 + 0 + 1 + 0) / 5)
+    assert summary["Spatial"] == 0.5
+    # 12 questions: 4 right in General + 5 * 0.5 in Spatial
+    assert summary["Overall"] == pytest.approx((4 + 2.5) / 12)
+
+
+def test_paper_random_row_overall_is_the_question_weighted_mean():
+    sizes = {"object_attribute": 1220, "human_attribute": 304, "existence": 200, "counting": 172, "ocr": 121,
+             "egocentric_view_orientation": 815, "allocentric_view_orientation": 477, "scene_simulation": 500,
+             "relative_direction": 245, "odi_reasoning": 200}  # fmt: skip
+    chance = {t: 0.25 for t in odi.TASKS} | {"existence": 0.5, "odi_reasoning": 0.41}
+    overall = sum(sizes[t] * chance[t] for t in odi.TASKS) / sum(sizes.values())
+    assert round(overall * 100, 2) == 26.93  # Table 2, Random Choice
+    assert round(sum(chance.values()) / 10 * 100, 2) == 29.10  # the task mean would not match
+
+
+def test_judge_failures_are_left_out_of_every_mean():
+    records = [rec("counting", 1.0, 0), rec("counting", None, 1), rec("counting", 0.0, 2)]
+    assert odi.mean_score(records) == 0.5
+    summary = odi.summarise(records)
+    assert summary["n"]["counting"] == 2 and summary["failed"] == 1
+
+
+def test_mean_score_of_only_failures_is_nan():
+    assert math.isnan(odi.mean_score([rec("ocr", None)]))
+
+
+def test_chance_level_is_one_over_options_and_a_half_for_yes_no():
+    assert odi.chance_of({"n_options": 4}) == 0.25
+    assert odi.chance_of({"n_options": 2}) == 0.5
+
+
+@pytest.mark.parametrize(
+    ("name", "task"),
+    [("Object Attribute", "object_attribute"), ("EVO", "egocentric_view_orientation"), ("Exist.", "existence"),
+     ("odi-reasoning", "odi_reasoning"), ("OCR", "ocr"), ("Count.", "counting")],
+)  # fmt: skip
+def test_task_names_are_normalised_from_paper_spellings(name, task):
+    assert odi.normalise_task(name) == task
+
+
+def test_unknown_task_name_is_an_error_listing_the_known_ones():
+    with pytest.raises(ValueError, match="unknown ODI-Bench task 'depth'.*object_attribute"):
+        odi.normalise_task("depth")
+
+
+def test_table_row_follows_the_paper_column_order():
+    summary = odi.summarise([rec(t, 1.0) for t in odi.TASKS])
+    table = odi.format_table(summary, "m")
+    assert table.splitlines()[0] == (
+        "|  | Overall | General | Spatial | OA | HA | Exist. | Count. | OCR | EVO | AVO | SS | RD | OR |"
+    )
+    assert table.splitlines()[2].startswith("| m | 100.00 | 100.00 | 100.00 | 100.00")
+
+
+# -- option anchoring ---------------------------------------------------------------------
+
+
+def test_option_anchoring_counts_both_directions_over_matched_questions():
+    close = [rec("ocr", 0.0, 0), rec("ocr", 1.0, 1), rec("ocr", 1.0, 2), rec("counting", 0.0, 3)]
+    opened = [rec("ocr", 1.0, 0), rec("ocr", 0.0, 1), rec("ocr", 1.0, 2), rec("counting", 0.5, 3)]
+    result = odi.option_anchoring(close, opened)
+    assert result["n"] == 4
+    assert result["open_right_close_wrong"] == 0.25  # q0
+    assert result["close_right_open_wrong"] == 0.25  # q1 (q3's 0.5 is not right at threshold 1)
+    assert result["both_right"] == 0.25 and result["both_wrong"] == 0.25
+    assert result["per_task"]["ocr"]["open_right_close_wrong"] == pytest.approx(1 / 3)
+
+
+def test_option_anchoring_threshold_half_counts_partial_credit_as_right():
+    close = [rec("counting", 0.0, 3)]
+    opened = [rec("counting", 0.5, 3)]
+    assert odi.option_anchoring(close, opened, open_threshold=0.5)["open_right_close_wrong"] == 1.0
+
+
+def test_option_anchoring_leaves_out_judge_failures_and_unmatched_questions():
+    close = [rec("ocr", 1.0, 0), rec("ocr", 1.0, 1), rec("ocr", 1.0, 2)]
+    opened = [rec("ocr", 0.0, 0), rec("ocr", None, 1), rec("ocr", 1.0, 9)]
+    result = odi.option_anchoring(close, opened)
+    assert result["n"] == 1 and result["close_right_open_wrong"] == 1.0
+    assert (result["open_failed"], result["only_close"], result["only_open"]) == (1, 1, 1)
+
+
+def _samples(path, metric, records):
+    path.write_text("".join(json.dumps({"doc_id": i, metric: r}) + "\n" for i, r in enumerate(records)))
+    return path
+
+
+def test_anchoring_reads_the_close_and_open_samples_files_of_two_runs(tmp_path, capsys):
+    close_dir, open_dir = tmp_path / "close", tmp_path / "open"
+    close_dir.mkdir(), open_dir.mkdir()
+    _samples(close_dir / "x_samples_odi_bench_close_ocr.jsonl", "accuracy", [rec("ocr", 0.0, 0), rec("ocr", 1.0, 1)])
+    _samples(open_dir / "x_samples_odi_bench_open_ocr.jsonl", "judge_score", [rec("ocr", 1.0, 0), rec("ocr", 1.0, 1)])
+    result = odi.anchoring_from_runs(close_dir, open_dir)
+    assert result["open_right_close_wrong"] == 0.5 and result["close_right_open_wrong"] == 0.0
+    out_json = tmp_path / "a.json"
+    assert odi.main(["anchoring", str(close_dir), str(open_dir), "--json", str(out_json)]) == 0
+    assert "50.00%" in capsys.readouterr().out
+    assert json.loads(out_json.read_text())["n"] == 2
+
+
+def test_anchoring_cli_names_a_samples_file_without_the_record(tmp_path, capsys):
+    bad = tmp_path / "x_samples_odi_bench_close_ocr.jsonl"
+    bad.write_text(json.dumps({"doc_id": 0}) + "\n")
+    assert odi.main(["anchoring", str(bad), str(bad)]) == 1
+    assert f"{bad}:1: no 'accuracy' record" in capsys.readouterr().err
