@@ -1,0 +1,205 @@
+"""``--model staged``: drive any lmms-eval chat model through multi-turn protocols, stage by stage.
+
+lmms-eval asks a model one question per document; a protocol such as OSR-Bench's "build the
+cognitive map, then answer with the map in the conversation" needs the model's own earlier
+answer inside the prompt, and ``generate_until_multi_round`` exists for only a few old models.
+This wrapper works with every chat model::
+
+    lmms-eval --model staged \\
+      --model_args base=qwen2_5_vl,pretrained=Qwen/Qwen2.5-VL-7B-Instruct,stage_cache=~/.cache/lmms_spatial/stages \\
+      --tasks osr_qa_cogmap_standard_vanilla
+
+``base`` is an lmms-eval model id or a ``package.module.Class`` path; every other argument
+except ``stage_cache`` goes to the base model. For a batch of
+requests it reads each document's messages; an assistant turn made by
+:func:`lmms_spatial.models.stages.stage_placeholder` stands for the model's answer to the
+messages before it. Stage turns are generated round by round (a later stage may build on an
+earlier one), each *distinct* (stage, key) once - one map per image, not one per question -
+all of a round in one call to the base model's ``generate_until``, so the base model batches
+them as usual; then the final turns are generated in one call. ``stage_cache`` (a SQLite file
+or folder) keeps stage outputs across runs, keyed by base model, stage, key and the stage
+prompt's text, so an interrupted or repeated run does not regenerate them. Model calls per
+image for ``osr_qa_cogmap``: 1 + its number of questions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lmms_eval.api.instance import Instance
+from lmms_eval.api.model import lmms
+from loguru import logger
+
+from lmms_spatial.models import stages
+
+_OWN_ARGS = ("base", "stage_cache")
+
+
+def _text(output: Any) -> str:
+    text = getattr(output, "text", output)
+    return text if isinstance(text, str) else ""
+
+
+def _prompt_fingerprint(messages: Sequence[dict]) -> str:
+    """Hash of the text parts of a stage prompt (images are identified by the stage key)."""
+    texts = [
+        [
+            m.get("role"),
+            [c.get("text") for c in m.get("content", []) if isinstance(c, dict) and c.get("type") == "text"],
+        ]
+        for m in messages
+    ]
+    return hashlib.sha256(json.dumps(texts, sort_keys=True).encode()).hexdigest()
+
+
+def _model_class(name: str) -> type:
+    """An lmms-eval model id (``qwen2_5_vl``), or a ``package.module.Class`` path for your own class."""
+    if "." in name:
+        import importlib
+
+        module, _, cls = name.rpartition(".")
+        return getattr(importlib.import_module(module), cls)
+    from lmms_eval.models import get_model
+
+    return get_model(name)
+
+
+class StageCache:
+    """Stage outputs on disk (SQLite, WAL): one row per (model, stage, key, prompt hash)."""
+
+    def __init__(self, path: str | Path) -> None:
+        path = Path(path).expanduser()
+        if path.suffix != ".sqlite":
+            path = path / "stages.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS stages (id TEXT PRIMARY KEY, output TEXT NOT NULL)")
+        self._db.commit()
+
+    @staticmethod
+    def key(model: str, stage: str, key: str, fingerprint: str) -> str:
+        return hashlib.sha256(json.dumps([model, stage, key, fingerprint]).encode()).hexdigest()
+
+    def get(self, cache_key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT output FROM stages WHERE id = ?", (cache_key,)).fetchone()
+        return None if row is None else row[0]
+
+    def put(self, cache_key: str, output: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO stages VALUES (?, ?)", (cache_key, output))
+            self._db.commit()
+
+
+class Staged(lmms):
+    is_simple = False
+
+    def __init__(self, base: str, stage_cache: str = "", **kwargs: Any) -> None:
+        super().__init__()
+        self.base_name = base
+        base_args = {k: v for k, v in kwargs.items() if k not in _OWN_ARGS and v is not None}
+        self.base = _model_class(base)(**base_args)
+        if getattr(self.base, "is_simple", True):
+            raise ValueError(f"staged: base model {base!r} is a simple (non-chat) model; stages need chat messages")
+        self.model_id = f"{base}:{base_args.get('pretrained', base_args.get('model_version', ''))}"
+        self.cache = StageCache(stage_cache) if stage_cache else None
+        self.calls = {"stage": 0, "final": 0, "stage_cache_hits": 0}
+
+    # lmms-eval reads these for data parallelism
+    @property
+    def rank(self) -> int:
+        return getattr(self.base, "rank", 0)
+
+    @property
+    def world_size(self) -> int:
+        return getattr(self.base, "world_size", 1)
+
+    def __getattr__(self, name: str) -> Any:  # accelerator, device, ... come from the base model
+        if name == "base":
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def clean(self) -> None:
+        self.base.clean()
+        super().clean()
+
+    def loglikelihood(self, requests):
+        return self.base.loglikelihood(requests)
+
+    def generate_until_multi_round(self, requests):
+        raise NotImplementedError("staged: multi-round requests are expressed with stage placeholders instead")
+
+    # --- the stages ---------------------------------------------------------------------
+
+    def _instance(self, request: Instance, messages: list[dict]) -> Instance:
+        """A request for the base model that carries fixed messages instead of the task's."""
+        ctx, _doc_to_messages, gen_kwargs, doc_id, task, split = request.args
+        return Instance(
+            request_type="generate_until",
+            arguments=(ctx, lambda _doc, m=messages: m, gen_kwargs, doc_id, task, split),
+            idx=0,
+            metadata={"task": task, "doc_id": doc_id, "repeats": 1},
+        )
+
+    def _run(self, instances: list[Instance]) -> list[str]:
+        return [_text(o) for o in self.base.generate_until(instances)] if instances else []
+
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        self.base.task_dict = self.task_dict
+        conversations = []
+        for request in requests:
+            _ctx, doc_to_messages, _gen, doc_id, task, split = request.args
+            conversations.append(doc_to_messages(self.task_dict[task][split][doc_id]))
+        outputs: dict[tuple[str, str], str] = {}
+        while True:  # one round per stage depth
+            pending: dict[tuple[str, str], tuple[Instance, list[dict], str | None]] = {}
+            for request, messages in zip(requests, conversations, strict=True):
+                for i, message in enumerate(messages):
+                    spec = stages.placeholder_of(message)
+                    if spec is None:
+                        continue
+                    ident = (spec["stage"], spec["key"])
+                    prefix = messages[:i]
+                    if ident in outputs or ident in pending:
+                        continue
+                    needs = [p for p in map(stages.placeholder_of, prefix) if p is not None]
+                    if any((p["stage"], p["key"]) not in outputs for p in needs):
+                        continue  # builds on a stage of this round: next round
+                    prompt = stages.filled(prefix, outputs)
+                    cache_key = None
+                    if self.cache is not None:
+                        cache_key = StageCache.key(self.model_id, *ident, _prompt_fingerprint(prompt))
+                        cached = self.cache.get(cache_key)
+                        if cached is not None:
+                            outputs[ident] = cached
+                            stages.record(*ident, cached)
+                            self.calls["stage_cache_hits"] += 1
+                            continue
+                    pending[ident] = (request, prompt, cache_key)
+            if not pending:
+                break
+            idents = list(pending)
+            texts = self._run([self._instance(pending[i][0], pending[i][1]) for i in idents])
+            self.calls["stage"] += len(idents)
+            for ident, text in zip(idents, texts, strict=True):
+                outputs[ident] = text
+                stages.record(*ident, text)
+                if self.cache is not None and pending[ident][2] is not None:
+                    self.cache.put(pending[ident][2], text)
+        finals = [
+            self._instance(request, stages.filled(messages, outputs))
+            for request, messages in zip(requests, conversations, strict=True)
+        ]
+        answers = self._run(finals)
+        self.calls["final"] += len(finals)
+        logger.info(f"staged: {self.calls}")
+        return answers

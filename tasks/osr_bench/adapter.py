@@ -1,0 +1,279 @@
+"""OSR-Bench task adapter: cognitive maps and spatial QA on panoramas, with and without the map.
+
+Data: the normalised layout of ``hub_cards/osr_bench/README.md`` (one row per question, the
+image's ground-truth map and object pool on every row), configs ``standard`` and
+``negative`` as two folders (``$LMMS_SPATIAL_OSR_PATH/{standard,negative}``).
+
+Three protocols, prompts verbatim from the official runner (``UUUserna/OSR-Bench-code``,
+``evaluation/model_run/open_model_run.py``; App. C):
+
+- ``osr_cogmap_<config>``: one document per image, the App. C.1 map prompt filled with the
+  image's object pool; scored by :func:`lmms_spatial.metrics.osr_bench.score_cogmap`.
+- ``osr_qa_<config>_<mode>``: each question alone: ``"<pre-prompt> <question> <post-prompt>"``.
+- ``osr_qa_cogmap_<config>_<mode>``: the map turn first (image + map prompt), the model's own
+  map as the assistant turn, then ``"<question> <post-prompt>"``. The map is a *stage* output:
+  :class:`lmms_spatial.models.staged.Staged` generates it once per image and model and reuses it
+  for every question of that image (``--model staged --model_args base=<chat model>,...``).
+
+Modes: ``vanilla`` or ``think`` (``<think>...</think><answer>...</answer>``, scored on the
+answer tag; those tasks set ``reasoning_tags: none`` so lmms-eval leaves the reply intact).
+Negative-config QA is also scored by the LLM evaluator of App. C.3 (rubric ``osr_negative``
+of the judge layer; ``LMMS_SPATIAL_JUDGE=none`` uses its documented rules), next to the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from loguru import logger
+
+from lmms_spatial.data.images import BadDocumentError, load_image, require
+from lmms_spatial.metrics import aggregation as agg
+from lmms_spatial.metrics.osr_bench import DIRECTIONS, official_overall, score_cogmap, score_qa
+from lmms_spatial.models.stages import stage_placeholder, stage_result
+
+COGMAP_PROMPT = (
+    "[Task] This PANORAMA captures an indoor scene. Your objective is to identify specific objects within the "
+    "panorama, understand the spatial arrangement of the scene, and estimate the center point of each object, "
+    "assuming the entire scene is represented by a 10x10 grid. [Rule] 1. We provide the categories to care about "
+    "in this scene: {{{pool}}}. Focus ONLY on these categories. 2. Estimate the center location of each instance "
+    "within the provided categories, assuming the entire scene is represented by a 10x10 grid. 3. If a category "
+    "contains multiple instances, include all of them. 4. Each object’s estimated location should accurately "
+    "reflect its real position in the scene, preserving the relative spatial relationships among all objects. "
+    "5. Consider object distance from camera when positioning them. Closer objects should be placed near the "
+    "center of the grid, while distant objects should be placed toward the edges. 6. If an object is partially "
+    "visible or occluded, estimate its full position based on the visible parts. [Output] Present the estimated "
+    "center locations for each object as a list within a dictionary. STRICTLY follow this JSON format And use "
+    'INTEGERS with 10 to represent the coordinates: {{"category name": [[x_1, y_1], ...], ...}}'
+)
+PRE_PROMPT = "According to the PANORAMA and the predicted objects' center locations, answer the following question:"
+
+
+def _official_block(lines: list[str]) -> str:
+    """The official runner's triple-quoted prompt: leading newline, 4-space indent, trailing indent."""
+    return "\n" + "".join(f"    {line}\n" for line in lines) + "    "
+
+
+POST_PROMPTS = {
+    "vanilla": _official_block(
+        [
+            "Please answer the question with a brief response following these guidelines:",
+            "- For counting questions: Respond with only an integer (including 0 if none are present).",
+            "- For closest object questions: Respond with just the name of the closest object, "
+            "or the exact error message if applicable.",
+            "- For directional questions: Respond with only the direction (front, back, left, right, front-left, "
+            "front-right, back-left, or back-right), capitalized correctly, or the exact error message if applicable.",
+            "Do not include explanations or additional text in your answer. ",
+        ]
+    ),
+    "think": _official_block(
+        [
+            "Please think step by step and enclose your complete reasoning process in <think> </think> tags. ",
+            "Within your thinking process:",
+            "- For counting questions: Identify all instances of the queried object(s) one by one.",
+            "- For closest object questions: Identify the positioning object and all candidate objects, "
+            "then compare their relative distances.",
+            "- For directional questions: Locate the referenced objects and determine spatial relationships carefully.",
+            "After your thinking, provide ONLY your final answer within <answer> </answer> tags using:",
+            "- For counting questions: Just an integer (including 0 if none are present).",
+            "- For closest object questions: Only the name of the closest object, "
+            "or the exact error message if applicable.",
+            "- For directional questions: Only the direction (Front, Back, Left, Right, Front-Left, Front-Right, "
+            "Back-Left, or Back-Right) with correct capitalization, or the exact error message if applicable.",
+        ]
+    ),
+}
+COGMAP_STAGE = "osr_cogmap"
+SKILL_METRICS = ("object_counting", "relative_distance", "relative_direction")
+_warned = threading.Event()
+_judge_warned = threading.Event()
+
+
+def _kwargs(lmms_eval_specific_kwargs: dict | None) -> dict:
+    kw = {"protocol": "qa", "mode": "vanilla", "config": "standard", **(lmms_eval_specific_kwargs or {})}
+    if kw["protocol"] not in {"cogmap", "qa", "qa_cogmap"} or kw["mode"] not in POST_PROMPTS:
+        raise ValueError(f"OSR-Bench: unknown protocol/mode {kw['protocol']!r}/{kw['mode']!r}")
+    return kw
+
+
+# --- documents -----------------------------------------------------------------------
+
+
+def one_per_image(dataset):
+    """``process_docs`` of the map tasks: the first row of every scene (input order kept)."""
+    seen: set[str] = set()
+    keep = []
+    for i, scene in enumerate(dataset["scene_id"]):
+        if scene not in seen:
+            seen.add(scene)
+            keep.append(i)
+    return dataset.select(keep)
+
+
+def cogmap_prompt(doc: dict) -> str:
+    pool = require(doc, "object_pool")
+    return COGMAP_PROMPT.format(pool=", ".join(str(p) for p in pool))
+
+
+def question_prompt(doc: dict, mode: str, with_map: bool) -> str:
+    query = f"{str(require(doc, 'question')).strip()} {POST_PROMPTS[mode]}"
+    return query if with_map else f"{PRE_PROMPT} {query}"
+
+
+def stage_key(doc: dict, config: str) -> str:
+    """The map of one image under one object pool (the negative pool differs)."""
+    return f"{config}:{require(doc, 'scene_id')}"
+
+
+def doc_to_visual(doc: dict) -> list:
+    return [load_image(require(doc, "image"), doc_id=doc.get("id"), field="image")]
+
+
+def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
+    """Single-turn text for simple (non-chat) models; the map protocol needs a chat model."""
+    kw = _kwargs(lmms_eval_specific_kwargs)
+    if kw["protocol"] == "cogmap":
+        return cogmap_prompt(doc)
+    return question_prompt(doc, kw["mode"], with_map=False)
+
+
+def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list[dict]:
+    kw = _kwargs(lmms_eval_specific_kwargs)
+    image = {"type": "image", "url": doc_to_visual(doc)[0]}
+    if kw["protocol"] == "cogmap":
+        return [{"role": "user", "content": [image, {"type": "text", "text": cogmap_prompt(doc)}]}]
+    if kw["protocol"] == "qa":
+        text = question_prompt(doc, kw["mode"], with_map=False)
+        return [{"role": "user", "content": [image, {"type": "text", "text": text}]}]
+    return [
+        {"role": "user", "content": [image, {"type": "text", "text": cogmap_prompt(doc)}]},
+        stage_placeholder(COGMAP_STAGE, stage_key(doc, kw["config"])),
+        {"role": "user", "content": [{"type": "text", "text": question_prompt(doc, kw["mode"], with_map=True)}]},
+    ]
+
+
+def doc_to_target(doc: dict) -> str:
+    return str(doc.get("answer", ""))
+
+
+# --- scoring -------------------------------------------------------------------------
+
+
+def process_results_cogmap(doc: dict, results: list) -> dict[str, Any]:
+    try:
+        truth = json.loads(require(doc, "cogmap"))
+    except ValueError as exc:
+        raise BadDocumentError(doc.get("id"), "cogmap", f"not a JSON grid ({exc})") from exc
+    record = score_cogmap(truth, results[0] if results else "")
+    record.pop("per_class")
+    record.update(id=doc.get("id"), scene_id=doc.get("scene_id"), score=record["f1"])
+    record["parsed"] = "map" if record["format_ok"] else None
+    return {
+        "cogmap_f1": record,
+        "cogmap_precision": record["precision"],
+        "cogmap_recall": record["recall"],
+        "avg_distance": record["avg_distance"],
+        "chair_s": record["chair_s"],
+        "chair_i": record["chair_i"],
+        "chair_instance": record["chair_instance"],
+        "format_success_rate": 1.0 if record["format_ok"] else 0.0,
+        "unparsed_rate": 0.0 if record["format_ok"] else 1.0,
+    }
+
+
+def _chance(doc: dict) -> float | None:
+    """Chance of a uniform guess: 1/8 for directions, 1/candidates for the closest object."""
+    if doc["skill"] == "relative_direction":
+        return 1.0 / len(DIRECTIONS)
+    if doc["skill"] == "relative_distance":
+        question = str(doc["question"])
+        inside = question[question.find("(") + 1 : question.find(")")] if "(" in question else ""
+        candidates = [c for c in inside.split(",") if c.strip()]
+        return 1.0 / len(candidates) if candidates else None
+    return None
+
+
+def _qa(doc: dict, results: list, mode: str, config: str, with_map: bool) -> dict[str, Any]:
+    response = results[0] if results else ""
+    skill = require(doc, "skill")
+    record = score_qa(skill, str(require(doc, "answer")), response, think=mode == "think")
+    record.update(id=doc.get("id"), scene_id=doc.get("scene_id"), skill=skill, answer=str(doc["answer"]))
+    if with_map:
+        stage = stage_result(COGMAP_STAGE, stage_key(doc, config))
+        record["stage_outputs"] = {COGMAP_STAGE: stage}
+        if stage is not None:  # the map this answer was given, scored once more for the overall
+            record["map_key"] = stage["key"]
+            record["map_f1"] = score_cogmap(json.loads(require(doc, "cogmap")), stage["output"])["f1"]
+        if stage is None and not _warned.is_set():
+            _warned.set()
+            logger.warning("osr_qa_cogmap: no map stage output recorded; run with --model staged to generate maps")
+    metrics: dict[str, Any] = {
+        "accuracy": record,
+        "overall": record,
+        skill: record["score"],
+        "unparsed_rate": float(record["parsed"] is None),
+    }
+    chance = _chance(doc)
+    if chance is not None:
+        metrics["chance_level"] = chance
+    if config == "negative":
+        judged = _judge(skill, doc, response)
+        record["judge"] = judged
+        metrics["llm_accuracy"] = judged
+        metrics["judge_failures"] = judged
+    return metrics
+
+
+def _judge(skill: str, doc: dict, response: str) -> dict[str, Any]:
+    """The App. C.3 evaluator's verdict; a judge failure is recorded, warned once, never raised."""
+    from lmms_spatial.judge import get_judge
+
+    item = {"skill": skill, "question": doc["question"], "answer": doc["answer"], "response": response}
+    try:
+        verdict = get_judge("osr_negative").score(item)
+    except Exception as exc:  # not configured, unreachable, ...: the rule score still stands
+        message = f"{type(exc).__name__}: {exc}"
+        if not _judge_warned.is_set():
+            _judge_warned.set()
+            logger.warning(f"OSR-Bench LLM evaluator failed ({message}); llm_accuracy leaves such items out")
+        return {"failed": True, "score": None, "reason": f"judge_failed:{message}"[:500]}
+    return {"failed": False, **verdict.as_dict()}
+
+
+def _qa_processor(mode: str, config: str, with_map: bool):
+    def process_results(doc: dict, results: list) -> dict[str, Any]:
+        return _qa(doc, results, mode, config, with_map)
+
+    process_results.__name__ = f"process_results_{'qa_cogmap' if with_map else 'qa'}_{config}_{mode}"
+    return process_results
+
+
+PROCESSORS = {
+    f"{'qa_cogmap' if with_map else 'qa'}_{config}_{mode}": _qa_processor(mode, config, with_map)
+    for with_map in (False, True)
+    for config in ("standard", "negative")
+    for mode in POST_PROMPTS
+}
+
+
+def aggregate_mean(values: list[float]) -> float:
+    return agg.mean(values)
+
+
+def aggregate_score(records: list[dict]) -> float:
+    return agg.accuracy(records)
+
+
+def aggregate_overall(records: list[dict]) -> float:
+    return official_overall(records)
+
+
+def aggregate_judged(records: list[dict]) -> float:
+    """Mean verdict over the items the judge scored (failures are counted separately)."""
+    return agg.mean(r["score"] for r in records if not r["failed"])
+
+
+def aggregate_failures(records: list[dict]) -> int:
+    return sum(1 for r in records if r["failed"])

@@ -1,0 +1,90 @@
+"""OSR-Bench adapter: the official prompts, one map per image, the map stage, negative-sampling judging."""
+
+from __future__ import annotations
+
+import datasets
+import pytest
+
+from lmms_spatial.models import stages
+from lmms_spatial.tasks.osr_bench import adapter
+
+DOC = {
+    "id": "s1:3",
+    "scene_id": "s1",
+    "skill": "relative_direction",
+    "question": "If I am standing by the tv and facing the closest sofa, is the closest lamp to my front, ...?",
+    "answer": "Front Left",
+    "object_pool": ["tv", "sofa", "lamp"],
+    "cogmap": "[]",
+}
+
+
+def test_map_prompt_lists_the_object_pool_in_braces():
+    text = adapter.cogmap_prompt(DOC)
+    assert "We provide the categories to care about in this scene: {tv, sofa, lamp}. Focus ONLY" in text
+    assert text.startswith("[Task] This PANORAMA captures an indoor scene.")
+    assert text.endswith('{"category name": [[x_1, y_1], ...], ...}')
+
+
+def test_question_without_map_is_pre_prompt_question_post_prompt_as_the_official_runner():
+    text = adapter.question_prompt(DOC, "vanilla", with_map=False)
+    assert text == f"{adapter.PRE_PROMPT} {DOC['question']} {adapter.POST_PROMPTS['vanilla']}"
+    assert adapter.POST_PROMPTS["vanilla"].startswith("\n    Please answer the question with a brief response")
+    assert "Do not include explanations or additional text in your answer. \n    " in adapter.POST_PROMPTS["vanilla"]
+
+
+def test_question_after_the_map_has_no_pre_prompt():
+    assert adapter.question_prompt(DOC, "think", with_map=True) == f"{DOC['question']} {adapter.POST_PROMPTS['think']}"
+
+
+def test_map_protocol_messages_put_a_stage_turn_between_map_prompt_and_question(monkeypatch):
+    monkeypatch.setattr(adapter, "doc_to_visual", lambda doc: ["<image>"])
+    messages = adapter.doc_to_messages(DOC, {"protocol": "qa_cogmap", "mode": "vanilla", "config": "negative"})
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[0]["content"][1]["text"] == adapter.cogmap_prompt(DOC)
+    assert stages.placeholder_of(messages[1]) == {"stage": "osr_cogmap", "key": "negative:s1"}
+    assert messages[2]["content"] == [{"type": "text", "text": adapter.question_prompt(DOC, "vanilla", with_map=True)}]
+
+
+def test_map_tasks_keep_the_first_row_of_every_scene():
+    ds = datasets.Dataset.from_dict({"scene_id": ["a", "a", "b", "a", "c", "b"], "turn_id": [1, 2, 1, 3, 1, 2]})
+    kept = adapter.one_per_image(ds)
+    assert kept["scene_id"] == ["a", "b", "c"] and kept["turn_id"] == [1, 1, 1]
+
+
+def test_unknown_protocol_is_refused():
+    with pytest.raises(ValueError, match="protocol"):
+        adapter.doc_to_text(DOC, {"protocol": "video"})
+
+
+def test_direction_answer_is_scored_with_chance_one_in_eight():
+    out = adapter.PROCESSORS["qa_standard_vanilla"](DOC, ["front-left"])
+    assert out["accuracy"]["score"] == 1.0 and out["relative_direction"] == 1.0 and out["chance_level"] == 1 / 8
+
+
+def test_counting_has_no_chance_level():
+    out = adapter.PROCESSORS["qa_standard_vanilla"]({**DOC, "skill": "object_counting", "answer": "2"}, ["3"])
+    assert "chance_level" not in out and out["object_counting"] == pytest.approx(1 - 1 / 3)
+
+
+def test_a_judge_failure_is_recorded_and_left_out_not_raised(monkeypatch):
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "")
+    from lmms_spatial.judge import reset_judges
+
+    reset_judges()
+    out = adapter.PROCESSORS["qa_negative_vanilla"](DOC, ["Front Left"])
+    assert out["accuracy"]["score"] == 1.0  # the rule score stands
+    assert out["llm_accuracy"]["failed"] and out["llm_accuracy"]["reason"].startswith("judge_failed:JudgeNotConfigured")
+    assert adapter.aggregate_judged([out["llm_accuracy"], {"failed": False, "score": 1.0}]) == 1.0
+    assert adapter.aggregate_failures([out["judge_failures"]]) == 1
+    reset_judges()
+
+
+def test_without_the_staged_model_the_record_says_no_map_was_generated():
+    stages.clear()
+    out = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DOC, ["Front Left"])
+    assert out["accuracy"]["stage_outputs"] == {"osr_cogmap": None}
+    stages.record("osr_cogmap", "standard:s1", '{"tv": [[1, 1]]}')
+    out = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DOC, ["Front Left"])
+    assert out["accuracy"]["stage_outputs"]["osr_cogmap"] == {"key": "standard:s1", "output": '{"tv": [[1, 1]]}'}
+    stages.clear()
