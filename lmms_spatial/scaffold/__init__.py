@@ -1,0 +1,156 @@
+"""``lmms-spatial new-task NAME``: a new benchmark's files, generated from templates.
+
+The templates (``templates/``, mirroring the repository layout; ``__name__`` in a path is
+replaced by the benchmark key, ``.tmpl`` is dropped) make a complete, working benchmark: a
+synthetic multiple-choice fixture, the task, its metrics, hub card, converter and tests.
+Generated code is ruff clean and passes the contract tests and its own tests as is; the
+contributor then replaces the scaffold's rules with the paper's (see CONTRIBUTING.md).
+
+Nothing shared is edited: the benchmark registers itself through its demo module
+(``BENCHMARK``, ``build``, ``DEMO_TASKS`` in ``lmms_spatial/data/demo/<key>.py``), which
+``lmms_spatial.data.demo`` discovers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import keyword
+import re
+from pathlib import Path
+from string import Template
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+SUFFIX = ".tmpl"
+NAME_PLACEHOLDER = "__name__"
+NAME_RULE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+MAX_NAME = 32
+TITLE_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 .,()+-]{0,39}$")
+HUB_ID_RULE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class ScaffoldError(ValueError):
+    """The name is unusable or the files would overwrite something."""
+
+
+def env_var(name: str) -> str:
+    return f"LMMS_SPATIAL_{name.upper()}_PATH"
+
+
+def template_files() -> list[Path]:
+    return sorted(p for p in TEMPLATES.rglob(f"*{SUFFIX}") if p.is_file())
+
+
+def target_path(template: Path, name: str) -> str:
+    """Repository-relative path a template renders to (``__name__`` -> key, ``.tmpl`` dropped)."""
+    rel = template.relative_to(TEMPLATES).as_posix()[: -len(SUFFIX)]
+    return rel.replace(NAME_PLACEHOLDER, name)
+
+
+def _builtin_task_names(name: str) -> list[str]:
+    """lmms-eval YAMLs that declare a task or group called ``name`` (read as text, nothing imported)."""
+    spec = importlib.util.find_spec("lmms_eval")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    root = Path(next(iter(spec.submodule_search_locations))) / "tasks"
+    declared = re.compile(rf"^(?:task|group|tag):\s*['\"]?{re.escape(name)}['\"]?\s*$", re.MULTILINE)
+    hits = []
+    for path in root.rglob("*.yaml"):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if name in text and declared.search(text):
+            hits.append(str(path))
+    return hits
+
+
+def validate_name(name: str, repo: Path) -> None:
+    """Raise :class:`ScaffoldError` unless ``name`` can be a new benchmark key in ``repo``."""
+    if not NAME_RULE.match(name) or len(name) > MAX_NAME:
+        raise ScaffoldError(
+            f"{name!r}: a benchmark key is lower-case snake_case ([a-z][a-z0-9_]*, no '__', "
+            f"at most {MAX_NAME} characters), e.g. 'orient_bench'"
+        )
+    if keyword.iskeyword(name):
+        raise ScaffoldError(f"{name!r} is a Python keyword")
+    from lmms_spatial.data.sources import BENCHMARKS
+
+    if name in BENCHMARKS:
+        raise ScaffoldError(f"{name!r} is already a benchmark key in lmms_spatial.data.sources.BENCHMARKS")
+    existing = [rel for rel in (target_path(t, name) for t in template_files()) if (repo / rel).exists()]
+    if (repo / "tasks" / name).exists():
+        existing.insert(0, f"tasks/{name}/")
+    if existing:
+        raise ScaffoldError(f"{name!r}: these already exist in {repo}: {', '.join(sorted(set(existing)))}")
+    builtin = _builtin_task_names(name)
+    if builtin:
+        raise ScaffoldError(f"{name!r} is a built-in lmms-eval task or group (built-ins win): {builtin[0]}")
+
+
+def render(name: str, title: str | None = None, hub_id: str = "") -> dict[str, str]:
+    """{repository-relative path: file text} for benchmark ``name``."""
+    title = title or " ".join(part.capitalize() for part in name.split("_"))
+    if not TITLE_RULE.match(title):
+        raise ScaffoldError(f"title {title!r}: at most 40 letters, digits, spaces and .,()+-")
+    if hub_id and not HUB_ID_RULE.match(hub_id):
+        raise ScaffoldError(f"hub id {hub_id!r}: expected 'owner/name'")
+    values = {
+        "name": name,
+        "title": title,
+        "env_var": env_var(name),
+        "hub_id": hub_id,
+        "hub_rst": f"Hub ``{hub_id}``" if hub_id else "no Hub copy yet",
+        "hub_md": f"the Hub (`{hub_id}`)" if hub_id else "a local copy (no Hub copy yet)",
+    }
+    return {target_path(t, name): Template(t.read_text()).substitute(values) for t in template_files()}
+
+
+def scaffold(name: str, repo: Path | str = ".", title: str | None = None, hub_id: str = "") -> list[Path]:
+    """Write the new benchmark's files into ``repo``; returns them. Refuses to overwrite anything."""
+    repo = Path(repo).resolve()
+    missing = [d for d in ("tasks", "metrics", "lmms_spatial/data/demo", "tests") if not (repo / d).is_dir()]
+    if missing:
+        raise ScaffoldError(f"{repo} is not an lmms-spatial checkout (no {', '.join(missing)}): pass --repo")
+    validate_name(name, repo)
+    written = []
+    for rel, text in render(name, title, hub_id).items():
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+    return written
+
+
+def tree(paths: list[Path], root: Path) -> str:
+    """The files as an indented tree, relative to ``root`` (folders first, then files, sorted)."""
+    nested: dict = {}
+    for path in paths:
+        node = nested
+        for part in Path(path).resolve().relative_to(Path(root).resolve()).parts:
+            node = node.setdefault(part, {})
+    lines: list[str] = []
+
+    def walk(node: dict, prefix: str) -> None:
+        items = sorted(node.items(), key=lambda kv: (not kv[1], kv[0]))
+        for i, (part, child) in enumerate(items):
+            last = i == len(items) - 1
+            lines.append(f"{prefix}{'└── ' if last else '├── '}{part}{'/' if child else ''}")
+            walk(child, prefix + ("    " if last else "│   "))
+
+    walk(nested, "")
+    return "\n".join(lines)
+
+
+NEXT_STEPS = """\
+Next (CONTRIBUTING.md walks through each step):
+  1. pytest tests/test_contract.py tests/metrics/test_{name}.py tests/scripts/test_convert_{name}.py \
+tests/e2e/test_{name}_cli.py   # green as generated
+  2. metrics/{name}.py: the paper's prompt, categories and extraction strategy
+  3. lmms_spatial/data/demo/{name}.py + hub_cards/{name}/README.md: the real columns, a fixture like the data
+  4. scripts/convert_{name}.py: the official release -> that layout
+  5. tests: replace the hand-computed values as the rules change; README task table and data table
+  Data: export {env_var}=/path/to/converted  (the Hub id lives in BENCHMARK in the demo module)"""
+
+
+def next_steps(name: str) -> str:
+    return NEXT_STEPS.format(name=name, env_var=env_var(name))
