@@ -4,6 +4,11 @@
 - ``lmms-spatial demo``: build the embedded demo datasets, run every demo task through
   ``lmms-eval`` with the seeded ``random_choice`` model (offline, CPU, seconds) and print
   the results with unparsed rate and chance level.
+- ``lmms-spatial dori-report RUN [RUN ...]``: DORI's Table 2 layout, soft accuracy, error
+  patterns and compound-rotation decomposition from finished runs' samples files (several
+  runs = one per option seed: mean and std/sqrt(n)).
+- ``lmms-spatial new-task NAME``: scaffold a new benchmark (task folder, metrics, hub card,
+  converter, fixture builder, tests) that passes the contract tests as generated.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ def newest_results_file(output_path: Path) -> Path | None:
 
 def format_results(results: dict) -> str:
     """A plain table: one row per task with headline metrics, unparsed rate and chance."""
-    lines = [f"{'task':<16} {'metric':<20} {'value':>7}  {'unparsed':>8}  {'chance':>7}  n"]
+    width = max([16, *(len(t) for t in results.get("results", {}))])
+    lines = [f"{'task':<{width}} {'metric':<20} {'value':>7}  {'unparsed':>8}  {'chance':>7}  n"]
     for task, metrics in sorted(results.get("results", {}).items()):
         values = {k.split(",")[0]: v for k, v in metrics.items() if "," in k and "_stderr" not in k}
         headline = [k for k in ("accuracy", "circular_accuracy", "vanilla_accuracy") if k in values]
@@ -42,7 +48,7 @@ def format_results(results: dict) -> str:
         for metric in headline or sorted(values):
             value = values[metric]
             unparsed, chance = values.get("unparsed_rate", math.nan), values.get("chance_level", math.nan)
-            lines.append(f"{task:<16} {metric:<20} {value:7.3f}  {unparsed:8.3f}  {chance:7.3f}  {n}")
+            lines.append(f"{task:<{width}} {metric:<20} {value:7.3f}  {unparsed:8.3f}  {chance:7.3f}  {n}")
     return "\n".join(lines)
 
 
@@ -52,6 +58,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     work = Path(args.out or tempfile.mkdtemp(prefix="lmms_spatial_demo_"))
     env = {**os.environ, **build_demo_data(work / "data")}
+    # judged tasks (ODI-Bench open-ended, OSR-Bench negative sampling) use the rule-based
+    # fallbacks unless a judge is configured: the demo never needs a key or the network
+    env.setdefault("LMMS_SPATIAL_JUDGE", "none")
     output = work / "results"
     cmd = [
         sys.executable, "-m", "lmms_eval",
@@ -82,6 +91,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_dori_report(args: argparse.Namespace) -> int:
+    from lmms_spatial.reports.dori import build_report, render_report
+
+    try:
+        report = build_report(args.runs)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"dori-report: {exc}", file=sys.stderr)
+        return 1
+    print(render_report(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2, sort_keys=True))
+        print(f"written: {args.json}")
+    return 0
+
+
+def _cmd_new_task(args: argparse.Namespace) -> int:
+    from lmms_spatial.scaffold import ScaffoldError, next_steps, scaffold, tree
+
+    repo = Path(args.repo).resolve()
+    try:
+        written = scaffold(args.name, repo, title=args.title, hub_id=args.hub_id)
+    except ScaffoldError as exc:
+        print(f"new-task: {exc}", file=sys.stderr)
+        return 1
+    print(f"created {len(written)} files in {repo}:\n{tree(written, repo)}\n\n{next_steps(args.name)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lmms-spatial", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"lmms-spatial {__version__}")
@@ -94,6 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--tasks", type=lambda s: s.split(","), default=None)
     demo.add_argument("--verbose", action="store_true", help="show lmms-eval's own output")
     demo.set_defaults(func=_cmd_demo)
+    dori = sub.add_parser("dori-report", help="DORI tables, soft accuracy and error analysis from samples files")
+    dori.add_argument("runs", nargs="+", help="output folders (or samples files) of finished dori runs")
+    dori.add_argument("--json", help="also write the report as JSON here")
+    dori.set_defaults(func=_cmd_dori_report)
+    new = sub.add_parser("new-task", help="scaffold a new benchmark from the template (see CONTRIBUTING.md)")
+    new.add_argument("name", help="benchmark key, lower-case snake_case (e.g. orient_bench)")
+    new.add_argument("--title", help="display name (default: from the key)")
+    new.add_argument("--hub-id", default="", help="Hub dataset id of the normalised layout, if there is one")
+    new.add_argument("--repo", default=".", help="repository root to write into (default: current folder)")
+    new.set_defaults(func=_cmd_new_task)
     return parser
 
 

@@ -101,6 +101,7 @@ _STANDALONE = re.compile(r"(?<![A-Za-z'])([A-P])(?![A-Za-z'])(?!\s[a-zA-Z])")
 # "option B", "b)". Lower case only when punctuation or the end follows ("answer: b").
 _DECL_LETTER = re.compile(r"(?<![A-Za-z'])(?:([A-P])(?![A-Za-z'])|([a-p])(?=\s*(?:[).:,;\]!]|$)))")
 _STRIP_MARKUP = re.compile(r"[*_]{1,3}")
+_ALTERNATIVES = re.compile(r"(?<![A-Za-z'])([A-P])\s*(?:,|/|\bor\b|\band\b)\s*([A-P])(?![A-Za-z'])")
 
 
 _EXPLAINING_WORDS = {"is", "or", "and", "because", "since", "as", "which", "so", "would", "seems", "appears"}
@@ -223,6 +224,9 @@ def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | 
         if by_text is not None:
             return by_text
 
+    alternatives = _ALTERNATIVES.search(stripped)  # "A or B": the model hedged; no letter wins
+    if alternatives and alternatives.group(1) != alternatives.group(2):
+        return _unparsed(f"conflict:{alternatives.group(1)}/{alternatives.group(2)}")
     standalone = [m.group(1) for m in _STANDALONE.finditer(stripped)]
     standalone = [s for s in standalone if s in allowed]
     decided = _decide(standalone, allowed, "standalone_letter")
@@ -387,6 +391,25 @@ def extract_integer(response: Any, *, which: str = "first") -> Extraction:
         return _unparsed("no_integer")
     value = found[0] if which == "first" else found[-1]
     return Extraction(value, f"{which}_integer" + ("_in_answer_tag" if tags else ""))
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def extract_first_digits(response: Any) -> Extraction:
+    """OSR-Bench's official counting rule, verbatim: the first run of digits anywhere in the reply.
+
+    No number words and no sign ("three" is unparsed, "-2" is 2, "2.5" is 2), so scores match
+    the paper's scorer digit for digit; an ``<answer>`` tag, when present, is read instead.
+    """
+    text = _as_text(response)
+    tags = _ANSWER_TAG.findall(text)
+    if tags:
+        text = tags[-1]
+    match = _DIGITS.search(text)
+    if match is None:
+        return _unparsed("no_digits")
+    return Extraction(int(match.group()), "first_digits" + ("_in_answer_tag" if tags else ""))
 
 
 # ---------------------------------------------------------------------------------------

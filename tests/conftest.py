@@ -28,6 +28,7 @@ def offline_env(tmp_path_factory) -> dict[str, str]:
         TRANSFORMERS_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
         PYTHONUNBUFFERED="1",
+        LMMS_SPATIAL_JUDGE="none",  # rule-based fallbacks; judge tests point it at a loopback server
     )
     env.update(build_demo_data(root / "data"))
     return env

@@ -31,7 +31,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     for b in (
         Benchmark("mmsi", "RunsenXu/MMSI-Bench", "LMMS_SPATIAL_MMSI_PATH"),
         Benchmark("dori", "appledora/DORI-Benchmark", "LMMS_SPATIAL_DORI_PATH"),
-        Benchmark("mmperspective", "lmms-spatial/MMPerspective", "LMMS_SPATIAL_MMPERSPECTIVE_PATH"),
+        Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH"),  # no public data yet: local copy only
         Benchmark("odi_bench", "LiuYang66/ODI-Bench", "LMMS_SPATIAL_ODI_PATH"),
         Benchmark("osr_bench", "UUUserna/OSR-Bench", "LMMS_SPATIAL_OSR_PATH"),
     )
@@ -49,6 +49,8 @@ class DatasetSource:
 
 def dataset_source(key: str) -> DatasetSource:
     """Resolve a benchmark's data location now (Hub id unless its env var is set)."""
+    if key not in BENCHMARKS:  # declared by its demo module (lmms-spatial new-task): registered on import
+        import lmms_spatial.data.demo  # noqa: F401
     bench = BENCHMARKS[key]
     local = os.environ.get(bench.env_var, "").strip()
     if not local:

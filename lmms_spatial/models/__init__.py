@@ -10,4 +10,5 @@ def manifests():
     return [
         ModelManifest(model_id="replay", simple_class_path="lmms_spatial.models.replay.Replay"),
         ModelManifest(model_id="random_choice", simple_class_path="lmms_spatial.models.random_choice.RandomChoice"),
+        ModelManifest(model_id="staged", chat_class_path="lmms_spatial.models.staged.Staged"),
     ]

@@ -12,7 +12,7 @@ import random
 from lmms_spatial.data.answer_space import answer_space
 from lmms_spatial.models._base import TextOnlyModel
 
-_COLUMNS = ("options", "answer", "question")
+_COLUMNS = ("options", "answer", "question", "skill")
 
 
 class RandomChoice(TextOnlyModel):

@@ -7,8 +7,10 @@ This is how old generations are re-scored with new metrics, without a GPU::
 ``samples`` is one lmms-eval 0.7.x ``<date>_samples_<task>.jsonl`` file or a folder searched
 recursively for them (several folders/files may be joined with ``:``). The raw model
 output (``resps``, before reasoning-tag stripping) is replayed; ``filtered_resps`` when
-the file has no ``resps``. A request whose task and doc_id have no logged response fails
-the whole run, naming them: a silently missing answer would change the numbers.
+the file has no ``resps``. Stage outputs logged in score records (``stage_outputs``, e.g.
+the cognitive maps of ``osr_qa_cogmap``) are restored, so re-scored samples log them
+again. A request whose task and doc_id have no logged response fails the whole run,
+naming them: a silently missing answer would change the numbers.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from loguru import logger
 
+from lmms_spatial.models import stages
 from lmms_spatial.models._base import TextOnlyModel
 
 _SAMPLES_FILE = re.compile(r"^(?P<stamp>.*?)_samples_(?P<task>.+)\.jsonl$")
@@ -79,6 +82,8 @@ def load_responses(files: dict[str, Path]) -> dict[tuple[str, int], str]:
                 if text is None:
                     raise ValueError(f"replay: {path}:{line_no}: no text response for doc_id {doc_id}")
                 responses[(task, doc_id)] = text
+                for value in sample.values():  # stage outputs (e.g. OSR maps) logged with the score
+                    stages.restore_from_record(value)
     return responses
 
 

@@ -158,3 +158,9 @@ def test_other_extractors_never_raise(text):
     value = extract_integer(text).value
     assert value is None or isinstance(value, int)
     assert extract_direction(text, ["left", "right"]).value in (None, "left", "right")
+
+
+@pytest.mark.parametrize("reply", ["A or B", "Either A or B.", "B/C", "maybe A and C"])
+def test_a_hedged_pair_of_letters_is_unparsed_not_the_last_letter(reply):
+    result = extract_choice(reply, n_options=4)
+    assert result.value is None and result.reason.startswith("unparsed:conflict:")

@@ -11,13 +11,54 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from lmms_spatial.data.demo.dori import build_dori
+from lmms_spatial.data.demo.mmperspective import DEMO_TASKS as _MMPERSPECTIVE_TASKS
+from lmms_spatial.data.demo.mmperspective import build_mmperspective
 from lmms_spatial.data.demo.mmsi import build_mmsi
+from lmms_spatial.data.demo.odi_bench import DEMO_TASKS as _ODI_BENCH_TASKS
+from lmms_spatial.data.demo.odi_bench import build_odi_bench
+from lmms_spatial.data.demo.osr_bench import DEMO_TASKS as _OSR_BENCH_TASKS
+from lmms_spatial.data.demo.osr_bench import build_osr_bench
 from lmms_spatial.data.sources import BENCHMARKS
+from lmms_spatial.metrics.dori import GRANULARITIES as _DORI_GRANULARITIES
+from lmms_spatial.metrics.dori import TASKS as _DORI_TASKS
 
 # benchmark key -> (builder(out_dir, n) -> parquet path, tasks the demo runs)
 DEMO_BENCHMARKS: dict[str, tuple[Callable[[Path, int], Path], list[str]]] = {
     "mmsi": (build_mmsi, ["mmsi_vanilla", "mmsi_circular", "mmsi_cot"]),
+    "odi_bench": (build_odi_bench, _ODI_BENCH_TASKS),
+    "mmperspective": (build_mmperspective, _MMPERSPECTIVE_TASKS),
+    "osr_bench": (build_osr_bench, _OSR_BENCH_TASKS),
+    "dori": (
+        build_dori,
+        [f"{p}_{t}_{g}" for p in ("dori", "dori_unstructured") for g in _DORI_GRANULARITIES for t in _DORI_TASKS],
+    ),
 }
+
+
+def _discover_declared_benchmarks() -> None:
+    """Add every demo module that declares ``BENCHMARK``, ``build`` and ``DEMO_TASKS``.
+
+    New benchmarks (``lmms-spatial new-task``) register themselves this way: their module
+    ``lmms_spatial/data/demo/<key>.py`` holds ``BENCHMARK = Benchmark(key, hub_id, env_var)``,
+    the fixture builder ``build(out_dir, n)`` and the tasks the demo runs. Entries above win;
+    discovered ones follow in module-name order and are added to ``sources.BENCHMARKS``.
+    """
+    import importlib
+    import pkgutil
+
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name in DEMO_BENCHMARKS:
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        bench = getattr(module, "BENCHMARK", None)
+        if bench is None or bench.key in DEMO_BENCHMARKS:
+            continue
+        DEMO_BENCHMARKS[bench.key] = (module.build, list(module.DEMO_TASKS))
+        BENCHMARKS.setdefault(bench.key, bench)
+
+
+_discover_declared_benchmarks()
 
 
 def build_demo_data(root: Path, n: int | None = None) -> dict[str, str]:
