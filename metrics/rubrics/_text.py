@@ -1,8 +1,9 @@
 """Small text rules shared by the rule-based fallbacks (pure, no I/O).
 
-Kept here rather than borrowed from ``metrics.extraction`` where the rubric needs a rule the
-paper fixes (OSR's "first ``\\d+``") or a vocabulary of its own (the 8-direction compass and
-clock positions used for ODI-Bench's 45° partial credit).
+Kept here rather than borrowed from ``metrics.extraction`` where a judge fallback needs a
+lenient rule of its own ("none" counts as 0, the first yes/no wins) or a vocabulary of its own
+(the 8-direction compass and clock positions used for ODI-Bench's 45° partial credit). OSR-Bench's
+fallback uses the task scorer itself (``metrics.osr_bench.score_qa``).
 """
 
 from __future__ import annotations

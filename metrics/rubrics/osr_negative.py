@@ -34,6 +34,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from lmms_spatial.metrics.osr_bench import counting_score, score_qa  # noqa: F401 (re-exported)
+
 from .base import Judgement, Messages, Rubric, UnparsedReply, as_text, extract_json_object, strip_answer_tags
 
 NAME = "osr_negative"
@@ -157,21 +159,6 @@ def parse_reply(reply: str, item: Mapping[str, Any] | None = None) -> Judgement:
 # rule-based fallback
 # ---------------------------------------------------------------------------------------
 
-_DIRECTIONS = {
-    "front": "front",
-    "back": "back",
-    "left": "left",
-    "right": "right",
-    "front left": "front-left",
-    "front-left": "front-left",
-    "front right": "front-right",
-    "front-right": "front-right",
-    "back left": "back-left",
-    "back-left": "back-left",
-    "back right": "back-right",
-    "back-right": "back-right",
-}
-
 _NOT_UNIQUE_STATEMENT = re.compile(
     r"\b(not unique|more than one|multiple|several|two or more|ambiguous|not the only one)\b", re.IGNORECASE
 )
@@ -197,13 +184,6 @@ def _special(truth: str, answer: str) -> Judgement:
     return Judgement(float(ok), "fallback_states_not_found" if ok else "fallback_missed_not_found")
 
 
-def counting_score(pred: int, truth: int) -> float:
-    """OSR-Bench counting partial credit: ``max(0, 1 - |pred - gt| / max(pred, gt))`` (1 when equal)."""
-    if pred == truth:
-        return 1.0
-    return max(0.0, 1.0 - abs(pred - truth) / max(pred, truth))
-
-
 def fallback(item: Mapping[str, Any]) -> Judgement:
     """Rule-based score for one item (see the module docstring)."""
     skill = _skill(item)
@@ -212,25 +192,11 @@ def fallback(item: Mapping[str, Any]) -> Judgement:
     special = next((s for s in SPECIAL_ANSWERS if _normalise_special(s) == _normalise_special(raw_truth)), None)
     if special is not None:
         return _special(special, answer)
-    answer, truth = answer.lower(), raw_truth.lower()
-    if skill == "object_counting":
-        numbers = re.findall(r"\d+", answer)
-        if not numbers:
-            return Judgement(0.0, "fallback_no_integer_in_response")
-        try:
-            gt = int(truth)
-        except ValueError:
-            return Judgement(0.0, "fallback_unparsed_ground_truth")
-        pred = int(numbers[0])
-        score = counting_score(pred, gt)
-        return Judgement(
-            score, "fallback_count_exact" if score == 1.0 else "fallback_count_partial", details={"pred": pred}
-        )
-    if skill == "relative_distance":
-        ok = answer == truth
-        return Judgement(float(ok), "fallback_exact_match" if ok else "fallback_mismatch")
-    ok = _DIRECTIONS.get(answer, answer) == _DIRECTIONS.get(truth, truth)
-    return Judgement(float(ok), "fallback_direction_match" if ok else "fallback_direction_mismatch")
+    # the paper's regex rules: one implementation, shared with the OSR-Bench tasks' rule scores
+    result = score_qa(skill, raw_truth, answer)
+    return Judgement(
+        result["score"], f"fallback_{result['reason'].split(':')[0]}", details={"parsed": result["parsed"]}
+    )
 
 
 RUBRIC = Rubric(
