@@ -23,6 +23,7 @@ of the judge layer; ``LMMS_SPATIAL_JUDGE=none`` uses its documented rules), next
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from typing import Any
@@ -183,6 +184,12 @@ def process_results_cogmap(doc: dict, results: list) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=8192)
+def map_f1(cogmap: str, output: str) -> float:
+    """F1 of one image's map, computed once however many of its questions carry it."""
+    return score_cogmap(json.loads(cogmap), output)["f1"]
+
+
 def _chance(doc: dict) -> float | None:
     """Chance of a uniform guess: 1/8 for directions, 1/candidates for the closest object."""
     if doc["skill"] == "relative_direction":
@@ -205,7 +212,7 @@ def _qa(doc: dict, results: list, mode: str, config: str, with_map: bool) -> dic
         record["stage_outputs"] = {COGMAP_STAGE: stage}
         if stage is not None:  # the map this answer was given, scored once more for the overall
             record["map_key"] = stage["key"]
-            record["map_f1"] = score_cogmap(json.loads(require(doc, "cogmap")), stage["output"])["f1"]
+            record["map_f1"] = map_f1(require(doc, "cogmap"), stage["output"])
         if stage is None and not _warned.is_set():
             _warned.set()
             logger.warning("osr_qa_cogmap: no map stage output recorded; run with --model staged to generate maps")
