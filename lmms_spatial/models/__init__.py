@@ -11,4 +11,5 @@ def manifests():
         ModelManifest(model_id="replay", simple_class_path="lmms_spatial.models.replay.Replay"),
         ModelManifest(model_id="random_choice", simple_class_path="lmms_spatial.models.random_choice.RandomChoice"),
         ModelManifest(model_id="staged", chat_class_path="lmms_spatial.models.staged.Staged"),
+        ModelManifest(model_id="omni_cot", chat_class_path="lmms_spatial.models.omni_cot.OmniCoT"),
     ]

@@ -29,6 +29,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,18 @@ class StageCache:
             self._db.commit()
 
 
+@dataclass
+class StageJob:
+    """One stage prompt for :meth:`Staged.run_stage_jobs`: the request it belongs to, fixed messages,
+    the stage name and a key naming its inputs that the text does not show (image, view, crop)."""
+
+    request: Instance
+    stage: str
+    key: str
+    messages: list[dict]
+    gen: dict | None = None
+
+
 class Staged(lmms):
     is_simple = False
 
@@ -140,9 +153,11 @@ class Staged(lmms):
 
     # --- the stages ---------------------------------------------------------------------
 
-    def _instance(self, request: Instance, messages: list[dict]) -> Instance:
+    def _instance(self, request: Instance, messages: list[dict], gen_overrides: dict | None = None) -> Instance:
         """A request for the base model that carries fixed messages instead of the task's."""
         ctx, _doc_to_messages, gen_kwargs, doc_id, task, split = request.args
+        if gen_overrides:
+            gen_kwargs = {**(gen_kwargs or {}), **gen_overrides}
         return Instance(
             request_type="generate_until",
             arguments=(ctx, lambda _doc, m=messages: m, gen_kwargs, doc_id, task, split),
@@ -152,6 +167,36 @@ class Staged(lmms):
 
     def _run(self, instances: list[Instance]) -> list[str]:
         return [_text(o) for o in self.base.generate_until(instances)] if instances else []
+
+    def run_stage_jobs(self, jobs: Sequence[StageJob]) -> list[str]:
+        """Outputs of stage jobs, all in one call to the base model: identical jobs (same stage, key and
+        prompt text) are generated once, the stage cache is read and written, outputs are recorded."""
+        outputs: dict[tuple[str, str, str], str] = {}
+        pending: dict[tuple[str, str, str], tuple[StageJob, str | None]] = {}
+        for job in jobs:
+            fingerprint = _prompt_fingerprint(job.messages)
+            ident = (job.stage, job.key, fingerprint)
+            if ident in outputs or ident in pending:
+                continue
+            cache_key = None
+            if self.cache is not None:
+                cache_key = StageCache.key(self.model_id, job.stage, job.key, fingerprint)
+                cached = self.cache.get(cache_key)
+                if cached is not None:
+                    outputs[ident] = cached
+                    self.calls["stage_cache_hits"] += 1
+                    continue
+            pending[ident] = (job, cache_key)
+        idents = list(pending)
+        texts = self._run(
+            [self._instance(pending[i][0].request, pending[i][0].messages, pending[i][0].gen) for i in idents]
+        )
+        self.calls["stage"] += len(idents)
+        for ident, text in zip(idents, texts, strict=True):
+            outputs[ident] = text
+            if pending[ident][1] is not None:
+                self.cache.put(pending[ident][1], text)
+        return [outputs[(j.stage, j.key, _prompt_fingerprint(j.messages))] for j in jobs]
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
         self.base.task_dict = self.task_dict

@@ -21,6 +21,9 @@ from typing import Any
 _FIELD = "lmms_spatial_stage"
 _LOCK = threading.Lock()
 _RESULTS: dict[tuple[str, str], str] = {}
+_ARTIFACTS: dict[tuple[str, str], dict[str, Any]] = {}
+# score-record fields holding a structured artefact ({"key": ..., ...}) that replay restores
+ARTIFACT_FIELDS = ("omni_cot",)
 
 
 def stage_placeholder(stage: str, key: str, **options: Any) -> dict[str, Any]:
@@ -69,11 +72,34 @@ def stage_result(stage: str, key: str) -> dict[str, Any] | None:
     return None if output is None else {"key": key, "output": output}
 
 
+def record_artifact(stage: str, key: str, artifact: Mapping[str, Any]) -> None:
+    """A structured stage artefact (e.g. Omni-CoT's captions, boxes, crops), logged by ``process_results``."""
+    with _LOCK:
+        _ARTIFACTS[(stage, key)] = {**artifact, "key": key}
+
+
+def artifact(stage: str, key: str) -> dict[str, Any] | None:
+    """A copy of the artefact recorded for ``(stage, key)``, or None."""
+    import copy
+
+    with _LOCK:
+        found = _ARTIFACTS.get((stage, key))
+        return None if found is None else copy.deepcopy(found)
+
+
 def restore_from_record(value: Any) -> int:
-    """Re-record stage outputs found in a logged score record (``stage_outputs``); returns how many."""
-    if not isinstance(value, Mapping) or not isinstance(value.get("stage_outputs"), Mapping):
+    """Re-record stage outputs (``stage_outputs``) and artefacts (:data:`ARTIFACT_FIELDS`) of a logged
+    score record; returns how many."""
+    if not isinstance(value, Mapping):
         return 0
     n = 0
+    for field in ARTIFACT_FIELDS:
+        found = value.get(field)
+        if isinstance(found, Mapping) and isinstance(found.get("key"), str):
+            record_artifact(field, found["key"], found)
+            n += 1
+    if not isinstance(value.get("stage_outputs"), Mapping):
+        return n
     for stage, result in value["stage_outputs"].items():
         if isinstance(result, Mapping) and isinstance(result.get("output"), str):
             record(str(stage), str(result["key"]), result["output"])
@@ -84,3 +110,4 @@ def restore_from_record(value: Any) -> int:
 def clear() -> None:
     with _LOCK:
         _RESULTS.clear()
+        _ARTIFACTS.clear()

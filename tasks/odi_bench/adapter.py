@@ -225,12 +225,23 @@ def _close_metrics(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def with_method_artifacts(record: dict[str, Any], doc: Mapping[str, Any], setting: str) -> dict[str, Any]:
+    """Add ``record["omni_cot"]``: the intermediate steps of ``--model omni_cot`` for this document
+    (captions, boxes, crops, keep/drop decisions, first and final answer), when that model made them."""
+    from lmms_spatial.models.omni_cot import lookup
+
+    found = lookup(doc, setting)
+    if found is not None:
+        record["omni_cot"] = found
+    return record
+
+
 def process_results(doc: dict, results: list) -> dict[str, Any]:
-    return _close_metrics(score_close(doc, _first_text(results), "robust"))
+    return _close_metrics(with_method_artifacts(score_close(doc, _first_text(results), "robust"), doc, "close"))
 
 
 def process_results_cot(doc: dict, results: list) -> dict[str, Any]:
-    return _close_metrics(score_close(doc, _first_text(results), "final"))
+    return _close_metrics(with_method_artifacts(score_close(doc, _first_text(results), "final"), doc, "cot"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -296,7 +307,7 @@ def score_open(doc: Mapping[str, Any], response: str, judge: Any = None) -> dict
 
 
 def process_results_open(doc: dict, results: list) -> dict[str, Any]:
-    record = score_open(doc, _first_text(results))
+    record = with_method_artifacts(score_open(doc, _first_text(results)), doc, "open")
     return {
         "judge_score": record,
         "judge_failures": record,
