@@ -7,6 +7,9 @@
 - ``lmms-spatial dori-report RUN [RUN ...]``: DORI's Table 2 layout, soft accuracy, error
   patterns and compound-rotation decomposition from finished runs' samples files (several
   runs = one per option seed: mean and std/sqrt(n)).
+- ``lmms-spatial report RESULTS [...]``: each paper's tables for the runs found (results folders or
+  ``*_results.json``), next to the published rows, with bootstrap CIs, chance level, unparsed
+  rate, analyses from the samples files and plots (markdown, CSV, LaTeX, PNG).
 - ``lmms-spatial new-task NAME``: scaffold a new benchmark (task folder, metrics, hub card,
   converter, fixture builder, tests) that passes the contract tests as generated.
 """
@@ -88,6 +91,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if missing:
         print(f"demo failed: no results for {missing}", file=sys.stderr)
         return 1
+    return _cmd_report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex", out=str(work / "report"),
+                                          labels=None, seed=0, no_plots=False, quiet=True))  # fmt: skip
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from lmms_spatial.reports.report import FORMATS, build, markdown_report, write
+
+    formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        print(f"report: unknown format(s) {unknown}; choose from {','.join(FORMATS)}", file=sys.stderr)
+        return 1
+    labels = args.labels.split(",") if args.labels else None
+    try:
+        report = build(args.results, labels=labels, seed=args.seed)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        return 1
+    if not report["tables"]:
+        print("report: no benchmark of this package found in the results", file=sys.stderr)
+        return 1
+    if args.out:
+        written = write(report, Path(args.out), formats, plots=not args.no_plots)
+        if not args.quiet:
+            print(markdown_report(report))
+        print("\nreport written:\n" + "\n".join(f"  {p}" for p in written))
+    else:
+        print(markdown_report(report))
     return 0
 
 
@@ -135,6 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
     dori.add_argument("runs", nargs="+", help="output folders (or samples files) of finished dori runs")
     dori.add_argument("--json", help="also write the report as JSON here")
     dori.set_defaults(func=_cmd_dori_report)
+    rep = sub.add_parser("report", help="the papers' tables (with published rows), CIs, analyses and plots")
+    rep.add_argument("results", nargs="+", help="output folders or *_results.json files of finished runs")
+    rep.add_argument("--format", default="md,csv,latex", help="comma-separated: md, csv, latex (default: all)")
+    rep.add_argument("--out", help="write report.md/.csv/.tex and plots/*.png here (default: print markdown only)")
+    rep.add_argument("--labels", help="comma-separated model names, one per results file in the order found")
+    rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    rep.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    rep.add_argument("--quiet", action="store_true", help="with --out: list the files only")
+    rep.set_defaults(func=_cmd_report)
     new = sub.add_parser("new-task", help="scaffold a new benchmark from the template (see CONTRIBUTING.md)")
     new.add_argument("name", help="benchmark key, lower-case snake_case (e.g. orient_bench)")
     new.add_argument("--title", help="display name (default: from the key)")

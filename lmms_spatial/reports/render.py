@@ -1,0 +1,109 @@
+"""Tables as markdown, CSV (long format: one line per cell) and LaTeX (booktabs)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Sequence
+
+from lmms_spatial.reports.tables import Cell, Table
+
+
+def _num(value: float, digits: int) -> str:
+    return f"{value:.{digits}f}"
+
+
+def _digits(table: Table) -> int:
+    """The decimals the paper prints (ODI-Bench 2, OSR-Bench 3, the others 1)."""
+    return table.digits
+
+
+def cell_text(cell: Cell, digits: int, ci: bool = True) -> str:
+    if cell.value is None or math.isnan(cell.value):
+        return "-"
+    text = _num(cell.value, digits)
+    if cell.err is not None:
+        return f"{text} ± {_num(cell.err, digits)}"
+    if ci and cell.lo is not None and cell.hi is not None:
+        return f"{text} [{_num(cell.lo, digits)}, {_num(cell.hi, digits)}]"
+    return text
+
+
+def _label(row_label: str, kind: str) -> str:
+    return f"{row_label} (published)" if kind == "reference" else row_label
+
+
+def markdown(table: Table, ci: bool = True) -> str:
+    digits = _digits(table)
+    lines = [f"### {table.title}", "", f"Source: {table.source}", ""]
+    lines.append("| Model | " + " | ".join(table.headers) + " |")
+    lines.append("|---|" + "---:|" * len(table.headers))
+    for row in table.rows:
+        label = _label(row.label, row.kind)
+        if row.kind in ("model", "unparsed", "chance"):
+            label = f"**{label}**" if row.kind == "model" else f"*{label}*"
+        lines.append(f"| {label} | " + " | ".join(cell_text(c, digits, ci) for c in row.cells) + " |")
+    lines.append("")
+    if ci:
+        lines.append("Model cells: value [bootstrap 95% CI] (per-document resampling); value ± std/sqrt(n) over seeds.")
+    lines.extend(f"- {n}" for n in table.notes)
+    return "\n".join(lines) + "\n"
+
+
+def csv_text(tables: Sequence[Table]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["table", "row", "kind", "column", "value", "ci_low", "ci_high", "seed_error", "n_runs"])
+    for t in tables:
+        for row in t.rows:
+            for header, c in zip(t.headers, row.cells, strict=True):
+                if c.value is None:
+                    continue
+                w.writerow(
+                    [t.key, row.label, row.kind, header, _fmt(c.value), _fmt(c.lo), _fmt(c.hi), _fmt(c.err), c.n]
+                )
+    return buf.getvalue()
+
+
+def _fmt(v: float | None) -> str:
+    return "" if v is None else f"{v:.6g}"
+
+
+_LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}", "–": "--"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+
+
+def latex(table: Table, ci: bool = True) -> str:
+    digits = _digits(table)
+
+    def cell(c: Cell) -> str:
+        if c.value is None:
+            return "--"
+        text = _num(c.value, digits)
+        if c.err is not None:
+            return f"{text}$\\pm${_num(c.err, digits)}"
+        if ci and c.lo is not None:
+            return f"{text}\\,{{\\scriptsize[{_num(c.lo, digits)}, {_num(c.hi, digits)}]}}"
+        return text
+
+    lines = [
+        f"% {_tex(table.title)} -- source: {table.source}",
+        "\\begin{tabular}{l" + "r" * len(table.headers) + "}",
+        "\\toprule",
+        "Model & " + " & ".join(_tex(h) for h in table.headers) + " \\\\",
+        "\\midrule",
+    ]
+    previous = None
+    for row in table.rows:
+        if previous is not None and (row.kind == "reference") != (previous == "reference"):
+            lines.append("\\midrule")
+        label = _tex(row.label)
+        label = f"\\textit{{{label}}}" if row.kind in ("chance", "unparsed") else label
+        lines.append(label + " & " + " & ".join(cell(c) for c in row.cells) + " \\\\")
+        previous = row.kind
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    return "\n".join(lines) + "\n"
