@@ -10,6 +10,8 @@
 - ``lmms-spatial report RESULTS [...]``: each paper's tables for the runs found (results folders or
   ``*_results.json``), next to the published rows, with bootstrap CIs, chance level, unparsed
   rate, analyses from the samples files and plots (markdown, CSV, LaTeX, PNG).
+- ``lmms-spatial bench``: per-task CPU ms/doc of our code, ODI decode, OSR scoring at full size,
+  OSR calls per image and (``--model``) end-to-end docs/s; JSON for comparing runs.
 - ``lmms-spatial new-task NAME``: scaffold a new benchmark (task folder, metrics, hub card,
   converter, fixture builder, tests) that passes the contract tests as generated.
 """
@@ -150,6 +152,13 @@ def _cmd_new_task(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from lmms_spatial.bench import main_args
+
+    args.argv = sys.argv[2:]
+    return main_args(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lmms-spatial", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"lmms-spatial {__version__}")
@@ -175,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     rep.add_argument("--quiet", action="store_true", help="with --out: list the files only")
     rep.set_defaults(func=_cmd_report)
+    bench = sub.add_parser("bench", help="measure our per-document CPU cost, ODI decode, OSR scoring and calls")
+    from lmms_spatial.bench import add_arguments as _bench_arguments
+
+    _bench_arguments(bench)
+    bench.set_defaults(func=_cmd_bench)
     new = sub.add_parser("new-task", help="scaffold a new benchmark from the template (see CONTRIBUTING.md)")
     new.add_argument("name", help="benchmark key, lower-case snake_case (e.g. orient_bench)")
     new.add_argument("--title", help="display name (default: from the key)")

@@ -1,0 +1,5 @@
+import sys
+
+from lmms_spatial.bench import main
+
+sys.exit(main())
