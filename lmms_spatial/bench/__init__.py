@@ -265,7 +265,7 @@ _CLASSES = [f"class_{i}" for i in range(30)]
 def _osr_map_case(rng: random.Random) -> tuple[list, str]:
     """A 10x10 ground-truth map (6-12 classes, 1-3 instances) and a noisy reply (5% prose).
 
-    The same generator as ``scripts/bench_osr_scoring.py``."""
+    The reply moves 80% of the instances by up to 2 cells and adds 2 hallucinated classes."""
     grid = [[[] for _ in range(10)] for _ in range(10)]
     pred: dict[str, list[list[int]]] = {}
     for name in rng.sample(_CLASSES, rng.randint(6, 12)):
