@@ -94,7 +94,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"demo failed: no results for {missing}", file=sys.stderr)
         return 1
     return _cmd_report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex", out=str(work / "report"),
-                                          labels=None, seed=0, no_plots=False, quiet=True))  # fmt: skip
+                                          labels=None, seed=0, no_plots=False, quiet=True,
+                                          diagnose_mmsi=False))  # fmt: skip
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -107,7 +108,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return 1
     labels = args.labels.split(",") if args.labels else None
     try:
-        report = build(args.results, labels=labels, seed=args.seed)
+        report = build(args.results, labels=labels, seed=args.seed, diagnose_mmsi=args.diagnose_mmsi)
     except (FileNotFoundError, ValueError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 1
@@ -183,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rep.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     rep.add_argument("--quiet", action="store_true", help="with --out: list the files only")
+    rep.add_argument(
+        "--diagnose-mmsi",
+        action="store_true",
+        help="also diagnose MMSI-Bench replies with the LLM judge (failure modes, reasoning accuracy; cached)",
+    )
     rep.set_defaults(func=_cmd_report)
     bench = sub.add_parser("bench", help="measure our per-document CPU cost, ODI decode, OSR scoring and calls")
     from lmms_spatial.bench import add_arguments as _bench_arguments

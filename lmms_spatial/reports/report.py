@@ -5,7 +5,8 @@ setting, DORI Table 2 with soft accuracy, MMPerspective Table 1, OSR-Bench Table
 MMSI-Bench overall + categories + circular), the runs' rows with bootstrap 95% CIs (several
 seeds of one model: mean ± std/sqrt(n)), unparsed rate and chance level, then the published
 rows (``references/*.json``). Plus analyses from the samples files (DORI error patterns and
-compound decomposition, ODI-Bench option anchoring) and PNG plots.
+compound decomposition, ODI-Bench option anchoring; with ``--diagnose-mmsi`` the MMSI-Bench
+error diagnosis by failure mode and reasoning accuracy, via the judge) and PNG plots.
 """
 
 from __future__ import annotations
@@ -61,18 +62,39 @@ def _odi_anchoring(run: Run) -> str | None:
     return f"ODI-Bench option anchoring (App. D.1.3):\n\n```\n{format_anchoring(result)}\n```"
 
 
-def analyses(runs: Sequence[Run]) -> list[str]:
+def _mmsi_diagnosis(run: Run) -> str | None:
+    from lmms_spatial.reports.mmsi_diagnosis import DIAGNOSED_TASKS, diagnose, format_diagnosis, load_mmsi_docs
+
+    parts, docs = [], None
+    for task in DIAGNOSED_TASKS:
+        samples = run.samples(task) if run.has(task) else None
+        if not samples:
+            continue
+        docs = docs if docs is not None else load_mmsi_docs()
+        parts.append(f"```\n{format_diagnosis(task, diagnose(samples, docs))}\n```")
+    return "\n\n".join(parts) or None
+
+
+def analyses(runs: Sequence[Run], diagnose_mmsi: bool = False) -> list[str]:
     out = []
     for run in runs:
-        found = [a for a in (_dori_analysis(run), _odi_anchoring(run)) if a]
+        candidates = (_dori_analysis(run), _odi_anchoring(run), _mmsi_diagnosis(run) if diagnose_mmsi else None)
+        found = [a for a in candidates if a]
         if found:
             out.append(f"#### {run.label} ({run.results_file.name})\n\n" + "\n\n".join(found))
     return out
 
 
-def build(paths: Sequence[Path | str], labels: list[str] | None = None, seed: int = SEED) -> dict[str, Any]:
+def build(
+    paths: Sequence[Path | str], labels: list[str] | None = None, seed: int = SEED, diagnose_mmsi: bool = False
+) -> dict[str, Any]:
     runs = load_runs(paths, labels)
-    return {"runs": runs, "tables": build_tables(runs, seed=seed), "analyses": analyses(runs)}
+    return {
+        "runs": runs,
+        "tables": build_tables(runs, seed=seed),
+        "analyses": analyses(runs, diagnose_mmsi),
+        "diagnosed_mmsi": diagnose_mmsi,
+    }
 
 
 def markdown_report(report: dict[str, Any], plots: Sequence[Path] = ()) -> str:
@@ -83,9 +105,10 @@ def markdown_report(report: dict[str, Any], plots: Sequence[Path] = ()) -> str:
     lines += [render.markdown(t) for t in report["tables"]]
     if report["analyses"]:
         lines += ["## Analyses (from samples files)", ""] + report["analyses"] + [""]
+    if not report.get("diagnosed_mmsi") and any(r.has(t) for r in runs for t in ("mmsi_vanilla", "mmsi_cot")):
         lines.append(
-            "MMSI-Bench error diagnosis by failure mode and reasoning accuracy: not available "
-            "(no task logs `mmsi_diagnosis` judge records yet)."
+            "MMSI-Bench error diagnosis by failure mode and reasoning accuracy: add `--diagnose-mmsi` "
+            "(asks the configured LLM judge about every reply; verdicts are cached)."
         )
         lines.append("")
     if plots:
