@@ -392,9 +392,9 @@ def write_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lmms_spatial.data.demo.odi_bench import odi_features
+    from lmms_spatial.data.schemas import ODI_FEATURES
 
-    features = odi_features()
+    features = ODI_FEATURES
     schema = features.arrow_schema
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

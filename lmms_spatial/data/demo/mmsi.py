@@ -63,6 +63,8 @@ def build_mmsi(out_dir: Path, n: int = 12, seed: int = 0) -> Path:
     """Write ``test.parquet`` with ``n`` items (categories cycled) into ``out_dir``."""
     import datasets
 
+    from lmms_spatial.data.schemas import MMSI_FEATURES
+
     rng = random.Random(seed)
     kinds = ["left_of", "camera_motion", "largest"]
     rows = {"id": [], "images": [], "question_type": [], "question": [], "answer": [], "thought": []}
@@ -80,18 +82,8 @@ def build_mmsi(out_dir: Path, n: int = 12, seed: int = 0) -> Path:
         rows["question"].append(question)
         rows["answer"].append(answer)
         rows["thought"].append(thought)
-    features = datasets.Features(
-        {
-            "id": datasets.Value("int64"),
-            "images": datasets.Sequence(datasets.Image()),
-            "question_type": datasets.Value("string"),
-            "question": datasets.Value("string"),
-            "answer": datasets.Value("string"),
-            "thought": datasets.Value("string"),
-        }
-    )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"
-    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(path))
+    datasets.Dataset.from_dict(rows, features=MMSI_FEATURES).to_parquet(str(path))
     return path

@@ -168,6 +168,8 @@ def build_odi_bench(out_dir: Path, n: int = 23, seed: int = 0) -> Path:
     """
     import datasets
 
+    from lmms_spatial.data.schemas import ODI_FEATURES
+
     rows: dict[str, list] = {k: [] for k in ("id", "image", "task", "question", "options", "answer", "answer_text")}
     for i in range(n):
         task = TASKS[i % len(TASKS)]
@@ -183,25 +185,8 @@ def build_odi_bench(out_dir: Path, n: int = 23, seed: int = 0) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"
-    datasets.Dataset.from_dict(rows, features=odi_features()).to_parquet(str(path))
+    datasets.Dataset.from_dict(rows, features=ODI_FEATURES).to_parquet(str(path))
     return path
-
-
-def odi_features():
-    """The normalised schema's features (SPEC §4; hub_cards/odi_bench/README.md)."""
-    import datasets
-
-    return datasets.Features(
-        {
-            "id": datasets.Value("string"),
-            "image": datasets.Image(),
-            "task": datasets.Value("string"),
-            "question": datasets.Value("string"),
-            "options": datasets.Sequence(datasets.Value("string")),
-            "answer": datasets.Value("string"),
-            "answer_text": datasets.Value("string"),
-        }
-    )
 
 
 # every leaf task: 3 settings x 10 ODI tasks
