@@ -11,6 +11,12 @@ the file has no ``resps``. Stage outputs logged in score records (``stage_output
 the cognitive maps of ``osr_qa_cogmap``) are restored, so re-scored samples log them
 again. A request whose task and doc_id have no logged response fails the whole run,
 naming them: a silently missing answer would change the numbers.
+
+The answers must meet the questions they were given to. Run options recorded in the score
+records (:mod:`lmms_spatial.run_options`, e.g. DORI's option seed) are restored before the
+tasks are built, and an environment that contradicts them fails the run. Each request's
+prompt is compared with the logged ``input``: a difference (changed data, option order or
+prompt template) fails the run unless ``prompt_check=warn`` (or ``off``).
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ import json
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loguru import logger
 
+from lmms_spatial import run_options
 from lmms_spatial.models import stages
 from lmms_spatial.models._base import TextOnlyModel
 
@@ -31,6 +39,10 @@ _SAMPLES_FILE = re.compile(r"^(?P<stamp>.*?)_samples_(?P<task>.+)\.jsonl$")
 
 
 class MissingResponsesError(LookupError):
+    pass
+
+
+class PromptMismatchError(ValueError):
     pass
 
 
@@ -64,9 +76,19 @@ def find_samples_files(spec: str) -> dict[str, Path]:
     return chosen
 
 
-def load_responses(files: dict[str, Path]) -> dict[tuple[str, int], str]:
-    responses: dict[tuple[str, int], str] = {}
+@dataclass
+class LoggedSamples:
+    """What replay needs from samples files, keyed by (task, doc_id)."""
+
+    responses: dict[tuple[str, int], str] = field(default_factory=dict)
+    prompts: dict[tuple[str, int], str] = field(default_factory=dict)  # the logged ``input``
+    run_options: dict[str, dict[str, str]] = field(default_factory=dict)  # {task: options its records carry}
+
+
+def load_samples(files: dict[str, Path]) -> LoggedSamples:
+    logged = LoggedSamples()
     for task, path in files.items():
+        options_seen: dict[str, list] = {}
         with open(path, encoding="utf-8") as fh:
             for line_no, line in enumerate(fh, 1):
                 if not line.strip():
@@ -81,25 +103,75 @@ def load_responses(files: dict[str, Path]) -> dict[tuple[str, int], str]:
                     text = _first_text(sample.get("filtered_resps"))
                 if text is None:
                     raise ValueError(f"replay: {path}:{line_no}: no text response for doc_id {doc_id}")
-                responses[(task, doc_id)] = text
+                logged.responses[(task, doc_id)] = text
+                if isinstance(sample.get("input"), str):
+                    logged.prompts[(task, doc_id)] = sample["input"]
                 for value in sample.values():  # stage outputs (e.g. OSR maps) logged with the score
                     stages.restore_from_record(value)
-    return responses
+                    if isinstance(value, dict) and (options := run_options.from_record(value)) is not None:
+                        options_seen.setdefault(run_options.describe(options), [options, line_no])
+        if len(options_seen) > 1:
+            shown = "; ".join(f"{k} (line {v[1]})" for k, v in options_seen.items())
+            raise run_options.RunOptionsConflict(f"replay: {path} mixes run options: {shown}")
+        if options_seen:
+            logged.run_options[task] = next(iter(options_seen.values()))[0]
+    return logged
+
+
+def load_responses(files: dict[str, Path]) -> dict[tuple[str, int], str]:
+    return load_samples(files).responses
+
+
+PROMPT_CHECKS = ("error", "warn", "off")
 
 
 class Replay(TextOnlyModel):
-    def __init__(self, samples: str = "", **kwargs) -> None:
+    """Answers from samples files. ``prompt_check``: what to do when a request's prompt differs
+    from the logged one (``error``, the default: the answer was given to another question)."""
+
+    def __init__(self, samples: str = "", prompt_check: str = "error", **kwargs) -> None:
         super().__init__(**kwargs)
         if not samples:
             raise ValueError("replay needs --model_args samples=<samples .jsonl file or folder>")
+        if prompt_check not in PROMPT_CHECKS:
+            raise ValueError(f"replay: prompt_check must be one of {PROMPT_CHECKS}, got {prompt_check!r}")
+        self.prompt_check = prompt_check
         self.files = find_samples_files(str(samples))
-        self.responses = load_responses(self.files)
+        logged = load_samples(self.files)
+        self.responses, self.prompts = logged.responses, logged.prompts
+        # before lmms-eval builds the tasks (it creates the model first): documents and prompts
+        # must be the ones the answers were generated for
+        for name, value in run_options.restore(logged.run_options).items():
+            logger.warning(f"replay: {name}={value} restored from the samples (the answers were generated with it)")
         logger.info(f"replay: {len(self.responses)} responses for tasks {sorted(self.files)}")
 
     def _lookup(self, requests: Iterable) -> list[str | tuple[str, int]]:
         return [self.responses.get((r.task_name, int(r.doc_id)), (r.task_name, int(r.doc_id))) for r in requests]
 
+    def _check_prompts(self, requests: list) -> None:
+        if self.prompt_check == "off":
+            return
+        changed = []
+        for r in requests:
+            logged = self.prompts.get((r.task_name, int(r.doc_id)))
+            if logged is not None and isinstance(r.args[0], str) and r.args[0] != logged:
+                changed.append((r.task_name, int(r.doc_id), logged, r.args[0]))
+        if not changed:
+            return
+        task, doc_id, old, new = changed[0]
+        at = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+        message = (
+            f"replay: {len(changed)} of {len(requests)} prompts differ from the logged ones, e.g. {task} doc_id "
+            f"{doc_id} at character {at}: logged {old[max(0, at - 30) : at + 50]!r}, now "
+            f"{new[max(0, at - 30) : at + 50]!r}. The logged answers were given to other questions (changed "
+            "data, option order or prompt). prompt_check=warn scores them anyway."
+        )
+        if self.prompt_check == "error":
+            raise PromptMismatchError(message)
+        logger.warning(message)
+
     def generate_until(self, requests) -> list[str]:
+        requests = list(requests)
         answers = self._lookup(requests)
         missing = [a for a in answers if isinstance(a, tuple)]
         if missing:
@@ -112,4 +184,5 @@ class Replay(TextOnlyModel):
                 for task, ids in sorted(by_task.items())
             )
             raise MissingResponsesError(f"replay: no logged response for {len(missing)} requests — {detail}")
+        self._check_prompts(requests)
         return answers  # type: ignore[return-value]

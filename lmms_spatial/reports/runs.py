@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial import run_options
+
 _SEED_ARG = re.compile(r"(^|,)\s*seed\s*=\s*[^,]*")
 
 
@@ -46,6 +48,14 @@ class Run:
                 lines = path.read_text(encoding="utf-8").splitlines()
                 self._samples[task] = [json.loads(line) for line in lines if line.strip()]
         return self._samples[task]
+
+    def run_options(self, tasks: Iterable[str]) -> list[dict[str, str]]:
+        """The distinct run options (:mod:`lmms_spatial.run_options`) the samples of ``tasks`` record."""
+        records = []
+        for task in sorted(set(tasks) & set(self.results)):
+            first = next(iter(self.samples(task) or []), {})  # one run, one setting: the first sample says it
+            records += [v for v in first.values() if isinstance(v, dict)][:1]
+        return run_options.collect(records)
 
 
 def model_label(data: dict[str, Any]) -> str:

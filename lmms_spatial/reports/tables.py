@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from lmms_spatial import run_options
 from lmms_spatial.metrics import mmperspective as mmp
 from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.metrics.dori import GRANULARITIES, seed_summary
@@ -248,6 +249,7 @@ def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bo
         unparsed = [_role_cell(c, group[0], "unparsed", _scale(c, scale)) for c in layout.columns]
         if any(c.value is not None for c in unparsed):
             table.rows.append(Row(f"{label} unparsed", "unparsed", unparsed))
+    table.notes.extend(_settings_notes(groups, layout.tasks()))
     chance = [_role_cell(c, mine[0], "chance", _scale(c, scale)) for c in layout.columns]
     if any(c.value is not None for c in chance):
         table.rows.append(Row("chance level", "chance", chance))
@@ -258,6 +260,22 @@ def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bo
         table.notes.extend(ref.get("notes", []))
         table.notes.extend(f"not transcribed: {s}" for s in ref.get("skipped", []))
     return table
+
+
+def _settings_notes(groups: dict[str, list[Run]], tasks: set[str]) -> list[str]:
+    """Each model's non-default run options, and a warning when models saw different inputs."""
+    notes, seen = [], {}
+    for label, group in groups.items():
+        options = [o for run in group for o in run.run_options(tasks)]
+        shown = sorted({run_options.describe(o) for o in options})
+        if shown and shown != ["defaults"]:
+            notes.append(f"{label}: run with {' / '.join(shown)}")
+        # what the model saw, apart from DORI's option order (seeds are pooled on purpose)
+        seen[label] = sorted({run_options.describe(run_options.what_the_model_saw(o)) for o in options})
+    if len({tuple(v) for v in seen.values() if v}) > 1:
+        notes.append("WARNING: these models were run with different prompt or image settings (above); "
+                     "their rows are not directly comparable")  # fmt: skip
+    return notes
 
 
 def _role_cell(column: Column, run: Run, role: str, factor: float) -> Cell:

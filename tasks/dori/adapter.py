@@ -30,6 +30,7 @@ import random
 import re
 from typing import Any
 
+from lmms_spatial import run_options
 from lmms_spatial.data.images import BadDocumentError, load_images, require
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS, letter_index, soft_score
@@ -211,6 +212,7 @@ def score_record(doc: dict, response: str, prompt: str = "structured") -> dict[s
         "option_seed": doc.get("option_seed", "original"),
         "prompt": prompt,
     }
+    run_options.attach(record, "dori")
     if doc["granularity"] == "granular":
         record["soft_score"], record["soft_reason"] = soft_score(doc["task"], options, answer, extraction.value)
     return record

@@ -34,6 +34,7 @@ from typing import Any
 
 from loguru import logger
 
+from lmms_spatial import run_options
 from lmms_spatial.data.erp_image import ResolutionCap, decode_erp, undecoded
 from lmms_spatial.data.images import doc_id_of, require
 from lmms_spatial.judge import FALLBACK_JUDGE, get_judge
@@ -236,12 +237,17 @@ def with_method_artifacts(record: dict[str, Any], doc: Mapping[str, Any], settin
     return record
 
 
+def _recorded(record: dict[str, Any], doc: Mapping[str, Any], setting: str) -> dict[str, Any]:
+    """The record with what else explains it: Omni-CoT's steps and the run options in effect."""
+    return run_options.attach(with_method_artifacts(record, doc, setting), "odi_bench")
+
+
 def process_results(doc: dict, results: list) -> dict[str, Any]:
-    return _close_metrics(with_method_artifacts(score_close(doc, _first_text(results), "robust"), doc, "close"))
+    return _close_metrics(_recorded(score_close(doc, _first_text(results), "robust"), doc, "close"))
 
 
 def process_results_cot(doc: dict, results: list) -> dict[str, Any]:
-    return _close_metrics(with_method_artifacts(score_close(doc, _first_text(results), "final"), doc, "cot"))
+    return _close_metrics(_recorded(score_close(doc, _first_text(results), "final"), doc, "cot"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,7 +313,7 @@ def score_open(doc: Mapping[str, Any], response: str, judge: Any = None) -> dict
 
 
 def process_results_open(doc: dict, results: list) -> dict[str, Any]:
-    record = with_method_artifacts(score_open(doc, _first_text(results)), doc, "open")
+    record = _recorded(score_open(doc, _first_text(results)), doc, "open")
     return {
         "judge_score": record,
         "judge_failures": record,

@@ -107,3 +107,21 @@ def test_seeded_run_shuffles_options_and_keeps_answers_attached(lmms_eval, dori_
             assert record["options"]["ABCDEFGHIJKLMNOP".index(record["answer"])] == truth, task_name
             shuffled_any |= record["options"] != doc["options"]
     assert shuffled_any
+
+
+def test_replay_restores_the_option_seed_the_answers_were_generated_with(lmms_eval):
+    tasks = "dori_unstructured_view_parallelism_granular,dori_unstructured_compound_rotation_coarse"
+    seeded = lmms_eval("--model", "random_choice", "--model_args", "seed=3", "--tasks", tasks,
+                       env={"LMMS_SPATIAL_DORI_SEED": "42"})  # fmt: skip
+
+    # no seed in the environment: replay reads it from the samples and scores the same letters
+    replayed = lmms_eval("--model", "replay", "--model_args", f"samples={seeded.out}", "--tasks", tasks)
+    for task, samples in seeded.samples.items():
+        assert [s["accuracy"] for s in replayed.samples[task]] == [s["accuracy"] for s in samples]
+        assert replayed.samples[task][0]["accuracy"]["run_options"] == {"LMMS_SPATIAL_DORI_SEED": "42"}
+    assert "LMMS_SPATIAL_DORI_SEED=42 restored" in replayed.stdout + replayed.stderr
+
+    # a contradicting seed fails the run instead of scoring against another option order
+    clash = lmms_eval("--model", "replay", "--model_args", f"samples={seeded.out}", "--tasks", tasks,
+                      env={"LMMS_SPATIAL_DORI_SEED": "1998"}, expect_results=False)  # fmt: skip
+    assert "LMMS_SPATIAL_DORI_SEED=1998 is set, but the samples were generated with '42'" in clash.stdout + clash.stderr

@@ -46,3 +46,54 @@ def test_a_line_that_is_not_a_sample_fails_with_its_location(tmp_path):
     f = _write(tmp_path / "20260101_000000_samples_t.jsonl", [{"no_doc_id": 1}])
     with pytest.raises(ValueError, match=r"samples_t.jsonl:1"):
         load_responses(find_samples_files(str(f)))
+
+
+def _request(task, doc_id, prompt):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(task_name=task, doc_id=doc_id, args=(prompt, None, {}, doc_id, task, "test"))
+
+
+def _replay_of(tmp_path, **model_args):
+    from lmms_spatial.models.replay import Replay
+
+    _write(tmp_path / "20260101_000000_samples_t.jsonl",
+           [{"doc_id": 0, "resps": ["A"], "input": "Which way?\nA. left\nB. right"}])  # fmt: skip
+    return Replay(samples=str(tmp_path), **model_args)
+
+
+def test_a_request_with_the_logged_prompt_gets_the_logged_answer(tmp_path):
+    assert _replay_of(tmp_path).generate_until([_request("t", 0, "Which way?\nA. left\nB. right")]) == ["A"]
+
+
+def test_a_request_whose_prompt_changed_fails_naming_the_task_doc_and_place(tmp_path):
+    from lmms_spatial.models.replay import PromptMismatchError
+
+    with pytest.raises(PromptMismatchError, match=r"1 of 1 prompts differ .* t doc_id 0 at character 14"):
+        _replay_of(tmp_path).generate_until([_request("t", 0, "Which way?\nA. right\nB. left")])
+
+
+def test_prompt_check_warn_scores_a_changed_prompt_anyway(tmp_path):
+    assert _replay_of(tmp_path, prompt_check="warn").generate_until([_request("t", 0, "Other?")]) == ["A"]
+
+
+def test_replay_restores_the_run_options_recorded_in_the_score_records(tmp_path, monkeypatch):
+    import os
+
+    from lmms_spatial.models.replay import Replay
+
+    monkeypatch.setenv("LMMS_SPATIAL_DORI_SEED", "")  # unset for replay; monkeypatch undoes what replay sets
+    record = {"granularity": "coarse", "option_seed": "42", "run_options": {"LMMS_SPATIAL_DORI_SEED": "42"}}
+    _write(tmp_path / "20260101_000000_samples_dori_x.jsonl", [{"doc_id": 0, "resps": ["A"], "accuracy": record}])
+    Replay(samples=str(tmp_path))
+    assert os.environ["LMMS_SPATIAL_DORI_SEED"] == "42"
+
+
+def test_a_samples_file_whose_records_disagree_on_run_options_fails(tmp_path):
+    from lmms_spatial.run_options import RunOptionsConflict
+
+    rows = [{"doc_id": i, "resps": ["A"], "accuracy": {"run_options": {"LMMS_SPATIAL_DORI_SEED": s}}}
+            for i, s in enumerate(["42", "7"])]  # fmt: skip
+    f = _write(tmp_path / "20260101_000000_samples_dori_x.jsonl", rows)
+    with pytest.raises(RunOptionsConflict, match="mixes run options"):
+        load_responses(find_samples_files(str(f)))

@@ -14,8 +14,9 @@ def _metric(values: dict[str, float]) -> dict[str, float]:
 
 
 def write_run(folder: Path, stamp: str, model_args: str, odi_scores: dict[str, list[float]],
-              mmsi_scores: list[float]) -> Path:  # fmt: skip
-    """An ODI-Bench close-ended run (per-task scores) and an mmsi_vanilla run (one question per category)."""
+              mmsi_scores: list[float], odi_options: dict[str, str] | None = None) -> Path:  # fmt: skip
+    """An ODI-Bench close-ended run (per-task scores) and an mmsi_vanilla run (one question per category);
+    ``odi_options``: the run options the ODI records carry (none recorded when None)."""
     folder.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
     n_samples: dict[str, dict] = {}
@@ -26,6 +27,8 @@ def write_run(folder: Path, stamp: str, model_args: str, odi_scores: dict[str, l
         for i, s in enumerate(scores):
             rec = {"id": f"{task}-{i}", "task": task, "score": s, "parsed": None if i == 0 and s == 0 else "A",
                    "n_options": n_options}  # fmt: skip
+            if odi_options is not None:
+                rec["run_options"] = odi_options
             lines.append({"doc_id": i, "accuracy": rec, "unparsed_rate": rec, "chance_level": rec})
         (folder / f"{stamp}_samples_{name}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
         unparsed = sum(1 for x in lines if x["accuracy"]["parsed"] is None) / len(lines)

@@ -119,3 +119,23 @@ def test_cli_errors(tmp_path, capsys):
 def test_build_collects_analyses_only_when_samples_allow(two_models):
     report = build([two_models])
     assert report["analyses"] == []  # close-ended only: no anchoring, no DORI
+
+
+def test_a_model_run_with_non_default_settings_is_named_under_the_table(tmp_path):
+    cap = {"LMMS_SPATIAL_ODI_MAX_PIXELS": "524288"}
+    write_run(tmp_path / "a", "20260101_000000", "samples=a", odi_scores(0), mmsi_scores(0), odi_options=cap)
+    write_run(tmp_path / "b", "20260101_000000", "samples=b", odi_scores(1), mmsi_scores(1), odi_options={})
+    notes = _tables(tmp_path)["odi_bench_close"].notes
+    assert "replay (samples=a): run with LMMS_SPATIAL_ODI_MAX_PIXELS=524288" in notes
+    assert not any(n.startswith("replay (samples=b)") for n in notes)
+    assert any(n.startswith("WARNING: these models were run with different prompt or image settings") for n in notes)
+
+
+def test_models_run_with_the_same_settings_get_no_settings_warning(tmp_path):
+    cap = {"LMMS_SPATIAL_ODI_MAX_PIXELS": "524288"}
+    for name, shift in (("a", 0), ("b", 1)):
+        write_run(tmp_path / name, "20260101_000000", f"samples={name}", odi_scores(shift), mmsi_scores(shift),
+                  odi_options=cap)  # fmt: skip
+    notes = _tables(tmp_path)["odi_bench_close"].notes
+    assert sum(n.endswith("run with LMMS_SPATIAL_ODI_MAX_PIXELS=524288") for n in notes) == 2
+    assert not any(n.startswith("WARNING") for n in notes)

@@ -118,6 +118,11 @@ def test_without_a_seed_options_keep_their_stored_order(monkeypatch):
     assert adapter.shuffle_options(DOC["options"], "C", "original", "q1") == (DOC["options"], "C")
 
 
+def test_records_carry_the_seed_as_a_run_option_for_replay(monkeypatch):
+    monkeypatch.setenv(adapter.SEED_ENV, "1998")
+    assert adapter.process_results(DOC, ["A"])["accuracy"]["run_options"] == {"LMMS_SPATIAL_DORI_SEED": "1998"}
+
+
 def test_a_non_integer_seed_is_refused(monkeypatch):
     monkeypatch.setenv(adapter.SEED_ENV, "forty-two")
     with pytest.raises(ValueError, match=adapter.SEED_ENV):

@@ -100,6 +100,15 @@ def test_close_record_says_what_was_parsed_and_why():
     assert metrics["unparsed_rate"] == 0.0 and metrics["chance_level"] == 0.25
 
 
+def test_records_carry_the_run_options_in_effect(monkeypatch):
+    assert adapter.process_results(MCQ, ["C"])["accuracy"]["run_options"] == {}
+    monkeypatch.setenv("LMMS_SPATIAL_ODI_MAX_PIXELS", "524288")
+    monkeypatch.setenv("LMMS_SPATIAL_ODI_PROMPT", "panorama")
+    for record in (adapter.process_results(MCQ, ["C"])["accuracy"], adapter.process_results_cot(MCQ, ["C"])["accuracy"],
+                   adapter.process_results_open(MCQ, ["front-right"])["judge_score"]):  # fmt: skip
+        assert record["run_options"] == {"LMMS_SPATIAL_ODI_MAX_PIXELS": "524288", "LMMS_SPATIAL_ODI_PROMPT": "panorama"}
+
+
 def test_close_answer_given_as_option_text_is_matched_to_its_letter():
     assert adapter.process_results(MCQ, ["Front-right"])["accuracy"]["parsed"] == "C"
 
