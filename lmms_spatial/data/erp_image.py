@@ -32,7 +32,7 @@ from typing import Any
 
 from PIL import Image
 
-from lmms_spatial.data.images import BadDocumentError
+from lmms_spatial.data.images import BadDocumentError, undecoded  # noqa: F401 (re-exported)
 
 ENV_MAX_PIXELS = "LMMS_SPATIAL_ODI_MAX_PIXELS"
 ENV_RESIZE = "LMMS_SPATIAL_ODI_RESIZE"
@@ -119,20 +119,6 @@ class ResolutionCap:
 
 
 FULL_RESOLUTION = ResolutionCap()
-
-
-def undecoded(dataset, column: str = "image"):
-    """The dataset with ``column`` cast to ``Image(decode=False)`` (rows carry the bytes only).
-
-    A schema change, no data is rewritten: the arrow storage of ``Image()`` is the same
-    ``{bytes, path}`` struct either way.
-    """
-    import datasets
-
-    feature = dataset.features.get(column)
-    if isinstance(feature, datasets.Image) and feature.decode:
-        return dataset.cast_column(column, datasets.Image(decode=False))
-    return dataset
 
 
 def open_erp(value: Any, *, doc_id: Any = "<no id>", field: str = "image") -> Image.Image:

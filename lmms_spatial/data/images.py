@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,6 +59,63 @@ def load_image(value: Any, *, doc_id: Any, field: str) -> Image.Image:
     except Exception as exc:
         raise BadDocumentError(doc_id, field, f"cannot decode image ({exc})") from exc
     return image if image.mode == "RGB" else image.convert("RGB")
+
+
+def undecoded(dataset, column: str = "image"):
+    """The dataset with ``column`` cast to ``Image(decode=False)`` (rows carry the bytes only).
+
+    A schema change, no data is rewritten: the arrow storage of ``Image()`` is the same
+    ``{bytes, path}`` struct either way.
+    """
+    import datasets
+
+    feature = dataset.features.get(column)
+    if isinstance(feature, datasets.Image) and feature.decode:
+        return dataset.cast_column(column, datasets.Image(decode=False))
+    return dataset
+
+
+def _encoded_bytes(value: Any) -> bytes | None:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, Mapping) and value.get("bytes"):
+        return value["bytes"]
+    return None
+
+
+class DecodedImageCache:
+    """The last ``capacity`` decoded images, keyed by a digest of their encoded bytes.
+
+    For datasets that embed one image in many rows (OSR-Bench: a panorama on each of its
+    ~37 question rows): rows read undecoded (:func:`lmms_spatial.data.erp_image.undecoded`)
+    cost a hash (~1 ms for a 1 MB PNG) instead of a decode (~14 ms) when the image was seen
+    recently. Callers get a copy, so a model that edits its input cannot change the cache.
+    """
+
+    def __init__(self, capacity: int = 8) -> None:
+        self.capacity = capacity
+        self._images: OrderedDict[bytes, Image.Image] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def load(self, value: Any, *, doc_id: Any, field: str) -> Image.Image:
+        data = _encoded_bytes(value)
+        if data is None or self.capacity <= 0:  # decoded already, or a path: nothing to share
+            return load_image(value, doc_id=doc_id, field=field)
+        key = hashlib.blake2b(data, digest_size=16).digest()
+        with self._lock:
+            cached = self._images.get(key)
+            if cached is not None:
+                self._images.move_to_end(key)
+                self.hits += 1
+                return cached.copy()
+        image = load_image(data, doc_id=doc_id, field=field)
+        with self._lock:
+            self.misses += 1
+            self._images[key] = image
+            while len(self._images) > self.capacity:
+                self._images.popitem(last=False)
+        return image.copy()
 
 
 def load_images(doc: Mapping[str, Any], field: str = "images") -> list[Image.Image]:

@@ -10,7 +10,8 @@ This wrapper works with every chat model::
       --tasks osr_qa_cogmap_standard_vanilla
 
 ``base`` is an lmms-eval model id or a ``package.module.Class`` path; every other argument
-except ``stage_cache`` goes to the base model. For a batch of
+except ``stage_cache`` and ``chunk_size`` (documents per chunk, default 256: each chunk's
+conversations are built, run and dropped in turn) goes to the base model. For a batch of
 requests it reads each document's messages; an assistant turn made by
 :func:`lmms_spatial.models.stages.stage_placeholder` stands for the model's answer to the
 messages before it. Stage turns are generated round by round (a later stage may build on an
@@ -39,12 +40,18 @@ from loguru import logger
 
 from lmms_spatial.models import stages
 
-_OWN_ARGS = ("base", "stage_cache")
+_OWN_ARGS = ("base", "stage_cache", "chunk_size")
+DEFAULT_CHUNK_SIZE = 256
 
 
 def _text(output: Any) -> str:
     text = getattr(output, "text", output)
     return text if isinstance(text, str) else ""
+
+
+def _doc_order(request: Instance) -> tuple:
+    _ctx, _doc_to_messages, _gen, doc_id, task, split = request.args
+    return (str(task), str(split), int(doc_id))
 
 
 def _prompt_fingerprint(messages: Sequence[dict]) -> str:
@@ -116,8 +123,10 @@ class StageJob:
 class Staged(lmms):
     is_simple = False
 
-    def __init__(self, base: str, stage_cache: str = "", **kwargs: Any) -> None:
+    def __init__(self, base: str, stage_cache: str = "", chunk_size: int | str = DEFAULT_CHUNK_SIZE,
+                 **kwargs: Any) -> None:  # fmt: skip
         super().__init__()
+        self.chunk_size = max(1, int(chunk_size))
         self.base_name = base
         base_args = {k: v for k, v in kwargs.items() if k not in _OWN_ARGS and v is not None}
         self.base = _model_class(base)(**base_args)
@@ -199,12 +208,29 @@ class Staged(lmms):
         return [outputs[(j.stage, j.key, _prompt_fingerprint(j.messages))] for j in jobs]
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
+        """All requests, ``chunk_size`` documents at a time, in document order.
+
+        Each chunk's conversations (with their decoded images) are built once and dropped after
+        the chunk, so memory does not grow with the benchmark (OSR-Bench: 74K questions, each on
+        a 1024x512 panorama). Document order keeps the questions of one image in one chunk,
+        after its map; a stage made in an earlier chunk is reused, not regenerated.
+        """
         self.base.task_dict = self.task_dict
+        order = sorted(range(len(requests)), key=lambda i: _doc_order(requests[i]))
+        answers: list[str] = [""] * len(requests)
+        outputs: dict[tuple[str, str], str] = {}
+        for start in range(0, len(order), self.chunk_size):
+            chunk = order[start : start + self.chunk_size]
+            for i, answer in zip(chunk, self._generate_chunk([requests[i] for i in chunk], outputs), strict=True):
+                answers[i] = answer
+        logger.info(f"staged: {self.calls}")
+        return answers
+
+    def _generate_chunk(self, requests: list[Instance], outputs: dict[tuple[str, str], str]) -> list[str]:
         conversations = []
         for request in requests:
             _ctx, doc_to_messages, _gen, doc_id, task, split = request.args
             conversations.append(doc_to_messages(self.task_dict[task][split][doc_id]))
-        outputs: dict[tuple[str, str], str] = {}
         while True:  # one round per stage depth
             pending: dict[tuple[str, str], tuple[Instance, list[dict], str | None]] = {}
             for request, messages in zip(requests, conversations, strict=True):
@@ -246,5 +272,4 @@ class Staged(lmms):
         ]
         answers = self._run(finals)
         self.calls["final"] += len(finals)
-        logger.info(f"staged: {self.calls}")
         return answers

@@ -30,7 +30,7 @@ from typing import Any
 
 from loguru import logger
 
-from lmms_spatial.data.images import BadDocumentError, load_image, require
+from lmms_spatial.data.images import BadDocumentError, DecodedImageCache, require, undecoded
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.osr_bench import DIRECTIONS, official_overall, score_cogmap, score_qa
 from lmms_spatial.models.stages import stage_placeholder, stage_result
@@ -102,15 +102,20 @@ def _kwargs(lmms_eval_specific_kwargs: dict | None) -> dict:
 # --- documents -----------------------------------------------------------------------
 
 
+def undecoded_images(dataset):
+    """``process_docs`` of the QA tasks: rows carry the panorama's bytes, decoded by :func:`doc_to_visual`."""
+    return undecoded(dataset, "image")
+
+
 def one_per_image(dataset):
-    """``process_docs`` of the map tasks: the first row of every scene (input order kept)."""
+    """``process_docs`` of the map tasks: the first row of every scene (input order kept), undecoded."""
     seen: set[str] = set()
     keep = []
     for i, scene in enumerate(dataset["scene_id"]):
         if scene not in seen:
             seen.add(scene)
             keep.append(i)
-    return dataset.select(keep)
+    return undecoded(dataset.select(keep), "image")
 
 
 def cogmap_prompt(doc: dict) -> str:
@@ -128,15 +133,28 @@ def stage_key(doc: dict, config: str) -> str:
     return f"{config}:{require(doc, 'scene_id')}"
 
 
+# every question row embeds its panorama: a decode per image, not per question, when the
+# questions of one image are asked together (the map protocol's prompts sort them together)
+PANORAMAS = DecodedImageCache(capacity=8)
+
+
 def doc_to_visual(doc: dict) -> list:
-    return [load_image(require(doc, "image"), doc_id=doc.get("id"), field="image")]
+    return [PANORAMAS.load(require(doc, "image"), doc_id=doc.get("id"), field="image")]
 
 
 def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str:
-    """Single-turn text for simple (non-chat) models; the map protocol needs a chat model."""
+    """The prompt text, as logged in ``input`` (the map protocol needs a chat model: ``doc_to_messages``).
+
+    Under the map protocol it is the map prompt, a blank line, then the question: the user turns
+    of the conversation. lmms-eval's HF chat models sort requests by this text, so the questions
+    of one image (same object pool, same map prompt) run together: their panorama is decoded
+    once (:data:`PANORAMAS`) and a prefix-caching server sees the shared prefix back to back.
+    """
     kw = _kwargs(lmms_eval_specific_kwargs)
     if kw["protocol"] == "cogmap":
         return cogmap_prompt(doc)
+    if kw["protocol"] == "qa_cogmap":
+        return f"{cogmap_prompt(doc)}\n\n{question_prompt(doc, kw['mode'], with_map=True)}"
     return question_prompt(doc, kw["mode"], with_map=False)
 
 

@@ -14,6 +14,7 @@ from lmms_spatial.tasks.osr_bench.adapter import (  # noqa: F401
     doc_to_visual,
     one_per_image,
     process_results_cogmap,
+    undecoded_images,
 )
 
 _SOURCE = dataset_source("osr_bench")

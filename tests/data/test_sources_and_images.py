@@ -64,3 +64,35 @@ def test_answer_space_comes_from_the_options_of_each_document():
     assert answer_space({"options": ["a", "b", "c"]}) == ["A", "B", "C"]
     assert answer_space({"options": [], "answer": "Yes"}) == ["Yes", "No"]
     assert answer_space({"question": "Q?\nOptions: A: x, B: y, C: z, D: w", "answer": "B"}) == list("ABCD")
+
+
+def _solid_png(color) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 2), color).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_decoded_image_cache_decodes_the_same_bytes_once_and_hands_out_copies():
+    from lmms_spatial.data.images import DecodedImageCache
+
+    cache = DecodedImageCache(capacity=2)
+    a = cache.load({"bytes": _solid_png((1, 2, 3)), "path": None}, doc_id="d1", field="image")
+    a.putpixel((0, 0), (9, 9, 9))  # a model editing its input does not edit the cache
+    b = cache.load(_solid_png((1, 2, 3)), doc_id="d2", field="image")
+    assert (cache.misses, cache.hits) == (1, 1) and b.getpixel((0, 0)) == (1, 2, 3)
+
+
+def test_decoded_image_cache_forgets_the_least_recently_used_image():
+    from lmms_spatial.data.images import DecodedImageCache
+
+    cache = DecodedImageCache(capacity=2)
+    for color in [(1, 1, 1), (2, 2, 2), (1, 1, 1), (3, 3, 3), (2, 2, 2)]:
+        cache.load(_solid_png(color), doc_id="d", field="image")
+    assert (cache.misses, cache.hits) == (4, 1)  # (2,2,2) was evicted by (3,3,3), (1,1,1) was kept by its reuse
+
+
+def test_decoded_image_cache_names_the_document_of_a_corrupt_image():
+    from lmms_spatial.data.images import DecodedImageCache
+
+    with pytest.raises(BadDocumentError, match=r"'q7', field 'image'"):
+        DecodedImageCache().load(b"not a png", doc_id="q7", field="image")

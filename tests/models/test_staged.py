@@ -85,6 +85,21 @@ def test_one_stage_call_per_distinct_key_all_in_one_batch_then_one_final_batch()
     assert model.calls == {"stage": 2, "final": 4, "stage_cache_hits": 0}
 
 
+def test_chunks_bound_the_conversations_held_and_still_make_each_stage_once():
+    model = _model(chunk_size=2)
+    answers = model.generate_until(_requests())
+    # document order, 2 at a time: [q1 q2] -> map img-1, finals; [q3 q4] -> map img-2, finals (img-1 reused)
+    assert [len(b) for b in model.base.batches] == [1, 2, 1, 2]
+    assert model.calls == {"stage": 2, "final": 4, "stage_cache_hits": 0}
+    assert answers == ["answer to: q1", "answer to: q2", "answer to: q3", "answer to: q4"]
+
+
+def test_answers_come_back_in_request_order_whatever_the_document_order():
+    model = _model(chunk_size=3)
+    answers = model.generate_until(list(reversed(_requests())))
+    assert answers == ["answer to: q4", "answer to: q3", "answer to: q2", "answer to: q1"]
+
+
 def test_final_prompt_carries_the_generated_stage_turn_as_the_assistant_message():
     model = _model()
     model.generate_until(_requests())

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
+
 import datasets
 import pytest
+from PIL import Image
 
 from lmms_spatial.models import stages
 from lmms_spatial.tasks.osr_bench import adapter
@@ -50,6 +53,25 @@ def test_map_tasks_keep_the_first_row_of_every_scene():
     ds = datasets.Dataset.from_dict({"scene_id": ["a", "a", "b", "a", "c", "b"], "turn_id": [1, 2, 1, 3, 1, 2]})
     kept = adapter.one_per_image(ds)
     assert kept["scene_id"] == ["a", "b", "c"] and kept["turn_id"] == [1, 1, 1]
+
+
+def test_map_protocol_text_is_the_user_turns_so_questions_of_one_image_sort_together():
+    text = adapter.doc_to_text(DOC, {"protocol": "qa_cogmap", "mode": "vanilla"})
+    assert text == f"{adapter.cogmap_prompt(DOC)}\n\n{adapter.question_prompt(DOC, 'vanilla', with_map=True)}"
+
+
+def test_rows_reach_the_task_undecoded_and_the_panorama_is_decoded_per_image():
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 8), (200, 10, 10)).save(buf, "PNG")
+    rows = {"scene_id": ["a", "a"], "image": [{"bytes": buf.getvalue(), "path": None}] * 2}
+    ds = datasets.Dataset.from_dict(rows, features=datasets.Features(
+        {"scene_id": datasets.Value("string"), "image": datasets.Image()}))  # fmt: skip
+    docs = adapter.undecoded_images(ds)
+    assert isinstance(docs[0]["image"], dict) and adapter.one_per_image(ds)[0]["image"]["bytes"] == buf.getvalue()
+    misses = adapter.PANORAMAS.misses
+    first, second = (adapter.doc_to_visual(doc)[0] for doc in docs)
+    assert adapter.PANORAMAS.misses == misses + 1  # the second question's panorama came from the cache
+    assert first.getpixel((3, 3)) == second.getpixel((3, 3)) == (200, 10, 10) and first is not second
 
 
 def test_unknown_protocol_is_refused():
