@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import threading
@@ -61,18 +62,43 @@ def load_image(value: Any, *, doc_id: Any, field: str) -> Image.Image:
     return image if image.mode == "RGB" else image.convert("RGB")
 
 
-def undecoded(dataset, column: str = "image"):
-    """The dataset with ``column`` cast to ``Image(decode=False)`` (rows carry the bytes only).
+def _without_decoding(feature: Any) -> Any:
+    import datasets
 
-    A schema change, no data is rewritten: the arrow storage of ``Image()`` is the same
-    ``{bytes, path}`` struct either way.
+    if isinstance(feature, datasets.Image):
+        return datasets.Image(mode=feature.mode, decode=False) if feature.decode else feature
+    if isinstance(feature, datasets.Sequence):
+        return datasets.Sequence(_without_decoding(feature.feature), length=feature.length)
+    if isinstance(feature, datasets.List):
+        return datasets.List(_without_decoding(feature.feature), length=feature.length)
+    if isinstance(feature, list) and len(feature) == 1:
+        return [_without_decoding(feature[0])]
+    return feature
+
+
+def undecoded(dataset, column: str = "image"):
+    """The dataset with the ``Image()`` feature(s) of ``column`` set to ``decode=False``.
+
+    Rows then carry ``{bytes, path}`` and only ``doc_to_visual`` decodes, once per request:
+    a decoding column is decoded on every row read (the first image of a list even twice, by
+    ``datasets`` 5.2). A schema change, no data is rewritten: the arrow storage is the same.
     """
     import datasets
 
     feature = dataset.features.get(column)
-    if isinstance(feature, datasets.Image) and feature.decode:
-        return dataset.cast_column(column, datasets.Image(decode=False))
-    return dataset
+    plain = _without_decoding(feature)
+    if plain == feature:
+        return dataset
+    if isinstance(plain, datasets.Image):
+        return dataset.cast_column(column, plain)
+    # a list of images: ``cast_column`` would rewrite every image byte through ``map``; the
+    # storage is the same, so the same arrow table is re-wrapped with the new features instead
+    info = copy.deepcopy(dataset.info)
+    info.features[column] = plain
+    fingerprint = hashlib.sha256(f"{dataset._fingerprint}:undecoded:{column}".encode()).hexdigest()[:16]
+    return datasets.Dataset(
+        dataset.data, info=info, split=dataset.split, indices_table=dataset._indices, fingerprint=fingerprint
+    )
 
 
 def _encoded_bytes(value: Any) -> bytes | None:

@@ -31,7 +31,7 @@ import re
 from typing import Any
 
 from lmms_spatial import run_options
-from lmms_spatial.data.images import BadDocumentError, load_images, require
+from lmms_spatial.data.images import BadDocumentError, load_images, require, undecoded
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS, letter_index, soft_score
 from lmms_spatial.metrics.extraction import LETTERS, extract_choice
@@ -115,7 +115,7 @@ def docs_for(task: str, granularity: str):
 
     def process_docs(dataset):
         _check_columns(dataset, ("id", "task", "granularity", "question", "options", "answer"))
-        rows = dataset.filter(
+        rows = undecoded(dataset, "images").filter(
             lambda t, g: t == task and g == granularity,
             input_columns=["task", "granularity"],
             desc=f"DORI {task}/{granularity}",

@@ -25,7 +25,7 @@ from typing import Any
 
 from loguru import logger
 
-from lmms_spatial.data.images import BadDocumentError, doc_id_of, load_images, require
+from lmms_spatial.data.images import BadDocumentError, doc_id_of, load_images, require, undecoded
 from lmms_spatial.data.sources import BENCHMARKS, DatasetSource, dataset_source
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.extraction import LETTERS, extract_choice
@@ -79,7 +79,7 @@ def _is_task_row(task: Any, group: Any, wanted: str) -> bool:
 def _docs_of_task(wanted: str):
     def process_docs(dataset):
         check_dataset(dataset)
-        docs = dataset.filter(
+        docs = undecoded(dataset, "images").filter(
             _is_task_row, input_columns=["task", "robust_group"], fn_kwargs={"wanted": wanted}, desc=f"{KEY} {wanted}"
         )
         if len(docs) == 0:
@@ -101,7 +101,7 @@ def _add_variants(groups: list, expected: dict[str, list[str]]) -> dict[str, lis
 def process_docs_robust(dataset):
     """Rows with a ``robust_group``, each told the variants its group must have (whole file)."""
     expected = check_dataset(dataset)
-    docs = dataset.filter(is_robust, input_columns=["robust_group"], desc=f"{KEY} robust")
+    docs = undecoded(dataset, "images").filter(is_robust, input_columns=["robust_group"], desc=f"{KEY} robust")
     if len(docs) == 0:
         raise ValueError("MMPerspective data has no robustness rows (no row has a robust_group)")
     return docs.map(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmms_spatial.data.images import load_images, require
+from lmms_spatial.data.images import load_images, require, undecoded
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.extraction import extract_choice
 from lmms_spatial.metrics.mmsi import CIRCULAR_ORDERS, POST_PROMPT, circular_summary, count_options, normalise_category
@@ -122,6 +122,11 @@ def _rotate_batch(questions, answers, ids, indices):
     return out
 
 
+def process_docs(dataset):
+    """Rows keep their image bytes; :func:`doc_to_visual` decodes each image once per request."""
+    return undecoded(dataset, "images")
+
+
 def process_docs_circular(dataset):
     """Four consecutive rows per question, options re-lettered; images are not copied.
 
@@ -129,6 +134,7 @@ def process_docs_circular(dataset):
     ``input_columns`` only rewrites the text columns.
     """
     n = len(CIRCULAR_ORDERS)
+    dataset = process_docs(dataset)
     repeated = dataset.select([i for i in range(len(dataset)) for _ in range(n)])
     rotated = repeated.map(
         _rotate_batch,

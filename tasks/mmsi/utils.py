@@ -12,6 +12,7 @@ from lmms_spatial.tasks.mmsi.adapter import (  # noqa: F401
     doc_to_target,
     doc_to_text,
     doc_to_visual,
+    process_docs,
     process_docs_circular,
     process_results,
     process_results_circular,

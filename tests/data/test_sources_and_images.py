@@ -96,3 +96,38 @@ def test_decoded_image_cache_names_the_document_of_a_corrupt_image():
 
     with pytest.raises(BadDocumentError, match=r"'q7', field 'image'"):
         DecodedImageCache().load(b"not a png", doc_id="q7", field="image")
+
+
+def _image_rows(features_of_images):
+    import datasets
+
+    cell = {"bytes": _solid_png((5, 6, 7)), "path": None}
+    images = [[cell, cell]] * 3 if isinstance(features_of_images, datasets.List) else [cell] * 3
+    features = datasets.Features({"images": features_of_images, "t": datasets.Value("string")})
+    return datasets.Dataset.from_dict({"images": images, "t": ["a", "b", "a"]}, features=features)
+
+
+def test_undecoded_rows_carry_the_bytes_of_a_list_of_images_without_copying_them():
+    import datasets
+
+    from lmms_spatial.data.images import undecoded
+
+    ds = _image_rows(datasets.List(datasets.Image()))
+    plain = undecoded(ds, "images")
+    assert plain.features["images"] == datasets.List(datasets.Image(decode=False))
+    assert plain[0]["images"][1]["bytes"] == _solid_png((5, 6, 7))
+    def image_buffers(d):
+        return [b.address for b in d.data.table.column("images").chunk(0).buffers() if b is not None]
+
+    assert image_buffers(plain) == image_buffers(ds)  # the same arrow buffers: no image byte copied
+    assert plain._fingerprint != ds._fingerprint  # later map caches do not mix the two
+    assert plain.filter(lambda t: t == "a", input_columns=["t"])["t"] == ["a", "a"]
+
+
+def test_undecoded_leaves_an_undecoded_column_as_it_is():
+    import datasets
+
+    from lmms_spatial.data.images import undecoded
+
+    ds = _image_rows(datasets.Image(decode=False))
+    assert undecoded(ds, "images") is ds
