@@ -116,6 +116,7 @@ def test_undecoded_rows_carry_the_bytes_of_a_list_of_images_without_copying_them
     plain = undecoded(ds, "images")
     assert plain.features["images"] == datasets.List(datasets.Image(decode=False))
     assert plain[0]["images"][1]["bytes"] == _solid_png((5, 6, 7))
+
     def image_buffers(d):
         return [b.address for b in d.data.table.column("images").chunk(0).buffers() if b is not None]
 
