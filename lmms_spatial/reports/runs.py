@@ -54,7 +54,7 @@ class Run:
         records = []
         for task in sorted(set(tasks) & set(self.results)):
             first = next(iter(self.samples(task) or []), {})  # one run, one setting: the first sample says it
-            records += [v for v in first.values() if isinstance(v, dict)][:1]
+            records += [v for v in first.values() if isinstance(v, dict) and run_options.from_record(v) is not None][:1]
         return run_options.collect(records)
 
 
