@@ -32,7 +32,7 @@ from typing import Any
 
 from PIL import Image
 
-from lmms_spatial.data.images import BadDocumentError, undecoded  # noqa: F401 (re-exported)
+from lmms_spatial.data.images import BadDocumentError
 
 ENV_MAX_PIXELS = "LMMS_SPATIAL_ODI_MAX_PIXELS"
 ENV_RESIZE = "LMMS_SPATIAL_ODI_RESIZE"

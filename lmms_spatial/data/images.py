@@ -113,7 +113,7 @@ class DecodedImageCache:
     """The last ``capacity`` decoded images, keyed by a digest of their encoded bytes.
 
     For datasets that embed one image in many rows (OSR-Bench: a panorama on each of its
-    ~37 question rows): rows read undecoded (:func:`lmms_spatial.data.erp_image.undecoded`)
+    ~37 question rows): rows read undecoded (:func:`undecoded`)
     cost a hash (~1 ms for a 1 MB PNG) instead of a decode (~14 ms) when the image was seen
     recently. Callers get a copy, so a model that edits its input cannot change the cache.
     """

@@ -35,8 +35,8 @@ from typing import Any
 from loguru import logger
 
 from lmms_spatial import run_options
-from lmms_spatial.data.erp_image import ResolutionCap, decode_erp, undecoded
-from lmms_spatial.data.images import doc_id_of, require
+from lmms_spatial.data.erp_image import ResolutionCap, decode_erp
+from lmms_spatial.data.images import doc_id_of, require, undecoded
 from lmms_spatial.judge import FALLBACK_JUDGE, get_judge
 from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.metrics.extraction import LETTERS, Extraction, extract_choice, extract_yes_no

@@ -134,7 +134,7 @@ def stage_key(doc: dict, config: str) -> str:
 
 
 # every question row embeds its panorama: a decode per image, not per question, when the
-# questions of one image are asked together (the map protocol's prompts sort them together)
+# questions of one image are read together (``--model staged`` reads them in document order)
 PANORAMAS = DecodedImageCache(capacity=8)
 
 
@@ -146,9 +146,9 @@ def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str
     """The prompt text, as logged in ``input`` (the map protocol needs a chat model: ``doc_to_messages``).
 
     Under the map protocol it is the map prompt, a blank line, then the question: the user turns
-    of the conversation. lmms-eval's HF chat models sort requests by this text, so the questions
-    of one image (same object pool, same map prompt) run together: their panorama is decoded
-    once (:data:`PANORAMAS`) and a prefix-caching server sees the shared prefix back to back.
+    of the conversation. lmms-eval's chat models sort requests by this text, so the final turns
+    of one image's questions (same object pool, same map prompt) reach the model back to back:
+    a prefix-caching server sees their shared prefix together.
     """
     kw = _kwargs(lmms_eval_specific_kwargs)
     if kw["protocol"] == "cogmap":
