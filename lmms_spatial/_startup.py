@@ -1,9 +1,10 @@
 """Startup hook: make lmms-eval index our tasks without ``--include_path``.
 
 Imported at interpreter start by ``lmms_spatial_startup.pth``. It must stay cheap and
-must not import lmms-eval: it only puts a finder on ``sys.meta_path`` that waits for
-``lmms_eval.tasks`` to be imported, then wraps ``TaskManager.initialize_tasks`` so that
-our task directory is appended to ``include_path`` (built-in tasks keep priority).
+must not import lmms-eval: it only puts a finder on ``sys.meta_path`` that waits for the
+lmms-eval modules named in :data:`PATCHES` to be imported, then runs each module's patches
+on it. The first wraps ``TaskManager.initialize_tasks`` so that our task directory is
+appended to ``include_path`` (built-in tasks keep priority).
 
 Set ``LMMS_SPATIAL_DISABLE_HOOK=1`` to switch it off (then use
 ``--include_path "$(lmms-spatial tasks-dir)"``).
@@ -53,6 +54,21 @@ def patch_task_manager(module) -> None:
     manager.initialize_tasks = initialize_tasks
 
 
+# module name -> patches run on it right after it is first executed. Each patch must be
+# idempotent and cheap; one that raises is reported and skipped, never breaks the import.
+PATCHES: dict[str, list] = {
+    TARGET_MODULE: [patch_task_manager],
+}
+
+
+def apply_patches(module) -> None:
+    for patch in PATCHES.get(module.__name__, ()):
+        try:
+            patch(module)
+        except Exception as exc:  # a broken patch must never break `import lmms_eval`
+            print(f"lmms-spatial: {patch.__name__} skipped on {module.__name__}: {exc}", file=sys.stderr)
+
+
 class _LoaderProxy(importlib.abc.Loader):
     """Runs the real loader, then patches the freshly executed module."""
 
@@ -64,7 +80,7 @@ class _LoaderProxy(importlib.abc.Loader):
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        patch_task_manager(module)
+        apply_patches(module)
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
@@ -72,7 +88,7 @@ class _LoaderProxy(importlib.abc.Loader):
 
 class _TasksModuleFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
-        if fullname != TARGET_MODULE:
+        if fullname not in PATCHES:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -88,9 +104,9 @@ class _TasksModuleFinder(importlib.abc.MetaPathFinder):
 def install() -> None:
     if _disabled():
         return
-    if TARGET_MODULE in sys.modules:  # imported before us (unusual): patch in place
-        patch_task_manager(sys.modules[TARGET_MODULE])
-        return
+    for name in PATCHES:
+        if name in sys.modules:  # imported before us (unusual): patch in place
+            apply_patches(sys.modules[name])
     if not any(isinstance(f, _TasksModuleFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _TasksModuleFinder())
 
