@@ -6,8 +6,15 @@ raise on model output and never return a letter outside the question's options.
 
 Multiple choice has named strategies (:data:`CHOICE_STRATEGIES`):
 
+Every extractor is total (it never raises on model output) and linear in the length of the
+reply: tags are paired with plain string searches (a regex such as ``<answer>(.*?)</answer>``
+rescans the rest of the reply from every unclosed opening tag: quadratic), declarations are
+read from bounded windows, and digit runs are never converted past :data:`MAX_DIGITS`.
+
 ``robust``
-    For free-form answers. Looks for *declarations* from the strongest to the weakest
+    For free-form answers (DORI, MMPerspective, ODI-Bench). The reply is NFKC-normalised first,
+    so a full-width ``Ｃ`` is ``C``; a reply that is only a lower-case letter (``c``) counts.
+    Looks for *declarations* from the strongest to the weakest
     form: ``<answer>X</answer>``; JSON ``"answer": "X"``; "final answer: X" / ``\\boxed{X}``;
     "Answer: X", "the answer is X", "the correct option is X"; backticks ```X```; a reply
     that is only a letter ("B", "(B)", "B."); a reply that starts with one ("B. chair");
@@ -28,6 +35,7 @@ Multiple choice has named strategies (:data:`CHOICE_STRATEGIES`):
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +43,13 @@ from typing import Any
 LETTERS = "ABCDEFGHIJKLMNOP"  # DORI has up to 16 options
 
 UNPARSED = "unparsed"
+
+# Python refuses to convert digit strings past 4300 characters (ValueError); no count or
+# option number in a reply is that long, so longer runs are reported, never converted.
+MAX_DIGITS = 4000
+# a declaration's head is read from this many characters at most (linear on any reply)
+_DECLARATION_WINDOW = 200
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -74,11 +89,56 @@ def _as_text(response: Any) -> str:
         return ""
 
 
+def tag_contents(text: str, open_tag: str, close_tag: str, *, ignore_case: bool = False) -> list[str]:
+    """Every ``open_tag ... close_tag`` span of ``text``, left to right, in linear time.
+
+    The same spans as ``re.findall(open + "(.*?)" + close, text, re.DOTALL)``: each opening
+    tag is closed by the first closing tag after it; an opening tag never closed ends the search
+    (no later one can be closed either). ``ignore_case`` matches the tags in any case.
+    """
+    flags = re.IGNORECASE if ignore_case else 0
+    opens = re.compile(re.escape(open_tag), flags)
+    closes = re.compile(re.escape(close_tag), flags)
+    found: list[str] = []
+    pos = 0
+    while True:
+        start = opens.search(text, pos)
+        if start is None:
+            return found
+        end = closes.search(text, start.end())
+        if end is None:
+            return found
+        found.append(text[start.end() : end.start()])
+        pos = end.end()
+
+
+def first_tag_content(text: str, open_tag: str, close_tag: str, *, ignore_case: bool = False) -> str | None:
+    """The first span of :func:`tag_contents` (``re.search(...).group(1)``), or None."""
+    flags = re.IGNORECASE if ignore_case else 0
+    start = re.compile(re.escape(open_tag), flags).search(text)
+    if start is None:
+        return None
+    end = re.compile(re.escape(close_tag), flags).search(text, start.end())
+    return None if end is None else text[start.end() : end.start()]
+
+
+def _answer_tags(text: str) -> list[str]:
+    """``<answer>...</answer>`` spans in any case (the robust rules' strongest declaration)."""
+    return tag_contents(text, "<answer>", "</answer>", ignore_case=True)
+
+
+def first_digit_run(text: str) -> tuple[int | None, str | None]:
+    """The first run of digits as (value, digits); value None when longer than :data:`MAX_DIGITS`."""
+    match = _DIGITS.search(text)
+    if match is None:
+        return None, None
+    digits = match.group()
+    return (int(digits) if len(digits) <= MAX_DIGITS else None), digits
+
+
 # ---------------------------------------------------------------------------------------
 # multiple choice: the robust strategy
 # ---------------------------------------------------------------------------------------
-
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
 _JSON_ANSWER = re.compile(r"""["']answer["']\s*:\s*["']([^"'\n]*)["']""", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _FINAL = re.compile(
@@ -93,8 +153,9 @@ _DECLARED = re.compile(
     r")\s*(?:option\s+|choice\s+)?(.{1,40})",
     re.IGNORECASE,
 )
-_BACKTICKS = re.compile(r"``\s*([^`]*?)\s*``|`\s*([^`]*?)\s*`")
+_BACKTICKS = re.compile(r"``([^`]*)``|`([^`]*)`")  # contents stripped in Python: no backtracking
 _ONLY_LETTER = re.compile(r"^\W*([A-P])\W*$")
+_ONLY_LOWER_LETTER = re.compile(r"^\W*([a-p])\W*$")
 _LEADING_LETTER = re.compile(r"^\s*[(\[]?([A-P])(?:[).:\]]|\s*$)")
 _STANDALONE = re.compile(r"(?<![A-Za-z'])([A-P])(?![A-Za-z'])(?!\s[a-zA-Z])")
 # A letter that is a token of its own inside a short declared answer: "B", "(B)", "B.",
@@ -117,7 +178,7 @@ def _is_article(upper: str | None, rest: str) -> bool:
 
 def _letters_in_declaration(fragment: str, allowed: str) -> list[str]:
     """Letters named by a short declared answer such as "B", "(B) chair" or "A or B"."""
-    fragment = _STRIP_MARKUP.sub("", fragment).strip()
+    fragment = _STRIP_MARKUP.sub("", fragment[:_DECLARATION_WINDOW]).strip()
     # Only the head of the declaration counts: "B. The chair is left of A" declares B.
     head = re.split(r"[.\n](?:\s|$)|\s+(?:because|since|as|which|so)\b", fragment, maxsplit=1)[0]
     found: list[str] = []
@@ -182,11 +243,11 @@ def _match_option_text(text: str, options: Sequence[str], allowed: str) -> Extra
 
 
 def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | None = None) -> Extraction:
-    text = _as_text(response)
+    text = unicodedata.normalize("NFKC", _as_text(response))
     if not text.strip():
         return _unparsed("empty")
 
-    tags = _ANSWER_TAG.findall(text)
+    tags = _answer_tags(text)
     if tags:
         found = [letters for tag in tags if (letters := _letters_in_declaration(tag, allowed))]
         if found:
@@ -206,7 +267,7 @@ def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | 
     if decided is not None:
         return decided
 
-    ticks = [a or b for a, b in _BACKTICKS.findall(text)]
+    ticks = [(a or b).strip() for a, b in _BACKTICKS.findall(text)]
     decided = _last_declaration([t for t in ticks if t], allowed, "backticks")
     if decided is not None:
         return decided
@@ -215,6 +276,9 @@ def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | 
     only = _ONLY_LETTER.match(stripped)
     if only:
         return _decide([only.group(1)], allowed, "letter_only")
+    only_lower = _ONLY_LOWER_LETTER.match(stripped)
+    if only_lower:  # "c", "(c)", "c.": a reply that is nothing but one letter
+        return _decide([only_lower.group(1).upper()], allowed, "lower_case_letter_only")
     leading = _LEADING_LETTER.match(stripped)
     if leading:
         return _decide([leading.group(1)], allowed, "leading_letter")
@@ -333,7 +397,7 @@ def extract_yes_no(response: Any) -> Extraction:
     text = _as_text(response)
     if not text.strip():
         return _unparsed("empty")
-    tags = _ANSWER_TAG.findall(text)
+    tags = _answer_tags(text)
     for fragment, rule in ((tags[-1] if tags else None, "answer_tag"),):
         if fragment is not None:
             words = {w.lower() for w in _YES_NO.findall(fragment)}
@@ -381,19 +445,21 @@ def extract_integer(response: Any, *, which: str = "first") -> Extraction:
     OSR-Bench's official counting scorer takes the first integer in the reply.
     """
     text = _as_text(response)
-    tags = _ANSWER_TAG.findall(text)
+    tags = _answer_tags(text)
     if tags:
         text = tags[-1]
     found = []
     for digits, word in _INTEGER.findall(text):
-        found.append(int(digits) if digits else _NUMBER_WORDS[word.lower()])
+        if len(digits) > MAX_DIGITS + 1:
+            found.append(None)
+        else:
+            found.append(int(digits) if digits else _NUMBER_WORDS[word.lower()])
     if not found:
         return _unparsed("no_integer")
+    if (found[0] if which == "first" else found[-1]) is None:
+        return _unparsed(f"integer_over_{MAX_DIGITS}_digits")
     value = found[0] if which == "first" else found[-1]
     return Extraction(value, f"{which}_integer" + ("_in_answer_tag" if tags else ""))
-
-
-_DIGITS = re.compile(r"\d+")
 
 
 def extract_first_digits(response: Any) -> Extraction:
@@ -403,13 +469,15 @@ def extract_first_digits(response: Any) -> Extraction:
     the paper's scorer digit for digit; an ``<answer>`` tag, when present, is read instead.
     """
     text = _as_text(response)
-    tags = _ANSWER_TAG.findall(text)
+    tags = _answer_tags(text)
     if tags:
         text = tags[-1]
-    match = _DIGITS.search(text)
-    if match is None:
+    value, digits = first_digit_run(text)
+    if digits is None:
         return _unparsed("no_digits")
-    return Extraction(int(match.group()), "first_digits" + ("_in_answer_tag" if tags else ""))
+    if value is None:
+        return _unparsed(f"digits_over_{MAX_DIGITS}")
+    return Extraction(value, "first_digits" + ("_in_answer_tag" if tags else ""))
 
 
 # ---------------------------------------------------------------------------------------
@@ -426,7 +494,7 @@ def normalise_direction(text: str) -> str:
 def extract_direction(response: Any, vocabulary: Sequence[str]) -> Extraction:
     """The one direction term of ``vocabulary`` the reply names (longest terms first)."""
     text = _as_text(response)
-    tags = _ANSWER_TAG.findall(text)
+    tags = _answer_tags(text)
     if tags:
         text = tags[-1]
     canon = sorted({normalise_direction(v) for v in vocabulary}, key=len, reverse=True)

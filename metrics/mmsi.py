@@ -59,9 +59,32 @@ def split_options(question: str) -> tuple[str, dict[str, str]]:
     return stem, options
 
 
+# An option letter in any style the releases use: "A: x", "A. x", "A) x", "(A) x", at the start
+# of the options text or after a separator. Used to count options, never to rotate them.
+_ANY_OPTION_LETTER = re.compile(r"(?:^|[\s,;])\(?([A-D])\s*[:.)]\s")
+
+
+def option_letters(question: str) -> list[str]:
+    """Letters of the options written after ``Options:``, in any of the styles above, in order."""
+    parts = str(question).split("Options:", 1)
+    if len(parts) < 2:
+        return []
+    return list(dict.fromkeys(_ANY_OPTION_LETTER.findall(parts[1].strip() + " ")))
+
+
 def count_options(question: str) -> int:
-    """Number of options embedded in the question (4 for MMSI-Bench when parseable)."""
-    return len(split_options(question)[1]) or 4
+    """Number of options embedded in the question, whatever their style (4 when none can be read).
+
+    ``D) back`` and ``(D) back`` count as ``D: back`` does: the official circular parser only
+    reads the ``D:`` style (:func:`split_options`), which undercounts the other two.
+    """
+    return max(len(split_options(question)[1]), len(option_letters(question))) or 4
+
+
+def option_parse_shortfall(question: str) -> tuple[int, int] | None:
+    """(options the official ``X:`` parser reads, letters seen) when the first is smaller, else None."""
+    official, seen = len(split_options(question)[1]), len(option_letters(question))
+    return (official, seen) if official < seen else None
 
 
 def rotate(question: str, answer: str, rotation: int) -> tuple[str, str] | None:

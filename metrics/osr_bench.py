@@ -10,12 +10,20 @@ official code gives when the loop happens to end on a class that is not skipped 
 that example). Everything else is unchanged:
 
 - the prediction is the last balanced ``{...}`` of the reply, parsed as JSON
-  ``{"class": [[x, y], ...]}``; positions outside the 10x10 grid are dropped; a reply without
-  such an object (or with a malformed or non-integer position) is a *format failure* and gets the lowest
-  score (F1 0, average distance 15, CHAIR 0);
+  ``{"class": [[x, y], ...]}``. A position that fails the official range test
+  ``0 <= x < 10 and 0 <= y < 10`` is dropped and counted (``dropped_points``: ``[10.5, 3]``,
+  ``[1e9, 2]``, NaN, ``[12, "a"]``); an in-range position the official grid cannot index
+  (``[2.5, 3]``, ``[3, "a"]``), a point that is not a pair, or JSON that is not an object is a
+  *format failure* and gets the lowest score (F1 0, average distance 15, CHAIR 0). A reply
+  ``json`` cannot read (too deep, an integer past Python's digit limit) is a format failure too,
+  as in the official ``try``/``except``: no reply can raise;
 - per class, the Hungarian assignment (``scipy.optimize.linear_sum_assignment``) on the
   Euclidean grid distance; a pair within 2.0 is a TP; unmatched predictions are FPs,
-  unmatched ground truths FNs;
+  unmatched ground truths FNs. Both sides are fed to the assignment in the official order,
+  row-major over the (rotated) grid: when two optimal assignments tie on total distance but
+  not on the number of pairs within 2.0, scipy's choice depends on that order;
+- when no class is on both sides the official loop never computes its totals (the
+  ``UnboundLocalError`` is caught) and the lowest score is returned, CHAIR 0 included: kept;
 - the prediction is also scored rotated by 90, 180 and 270 degrees clockwise; the rotation
   with the highest overall F1 is kept (ties keep the smaller rotation);
 - average distance: mean over all assigned pairs (also those beyond 2.0) of the classes
@@ -26,20 +34,24 @@ that example). Everything else is unchanged:
 Overall (``scripts/analysis.py``): :func:`official_overall`, the unweighted mean of the
 per-skill means (plus the maps' mean F1 under the map protocol).
 
-QA rules (``evaluation_re``): counting gives ``max(0, 1 - |pred - gt| / max(pred, gt))`` on the
-first run of digits; relative distance is an exact match of the lower-cased answer;
-relative direction an exact match after normalising "front left" / "front-left".
+QA rules (``evaluation_re``), verbatim: in think mode the first ``<answer>...</answer>`` (case
+as written) replaces the reply when there is one; in vanilla mode the whole reply is read. It is
+then stripped and lower-cased. Counting gives ``max(0, 1 - |pred - gt| / max(pred, gt))`` on the
+first run of digits (a run past Python's digit limit, where the official code raises, scores 0:
+the formula's value for any count that large); relative distance is an exact match; relative
+direction an exact match after mapping exactly "front left" / "front-left" (and the other
+diagonals) to one spelling. :func:`lenient_direction_score`, reported only as the separate
+``relative_direction_lenient`` metric, also accepts "front_left", "Front  Left" and the like.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lmms_spatial.metrics.extraction import extract_first_digits, normalise_direction
+from lmms_spatial.metrics.extraction import first_digit_run, first_tag_content, normalise_direction
 
 GRID = 10
 MATCH_THRESHOLD = 2.0
@@ -79,26 +91,36 @@ def last_json_object(text: str) -> tuple[Any, str]:
         return None, "unparsed:unbalanced_braces"
     try:
         return json.loads(text[start : end + 1]), "json_object"
-    except ValueError:
+    except RecursionError:  # nested too deep for the json module
+        return None, "unparsed:json_too_deep"
+    except ValueError:  # invalid JSON, or an integer past Python's digit limit
         return None, "unparsed:invalid_json"
 
 
-def predicted_positions(obj: Any, grid: int = GRID) -> tuple[Positions | None, str]:
-    """``{"class": [[x, y], ...]}`` -> {class: [(row, col)]}; x is the column, y the row."""
+def predicted_positions(obj: Any, grid: int = GRID) -> tuple[Positions | None, str, int]:
+    """``{"class": [[x, y], ...]}`` -> ({class: [(row, col)]}, reason, dropped points).
+
+    x is the column, y the row. The official ``convert_model_output_to_cogmap`` rule: a point
+    failing ``0 <= x < grid and 0 <= y < grid`` is skipped (counted here); anything else that
+    cannot be placed on the grid makes the whole map a format failure.
+    """
     if not isinstance(obj, Mapping):
-        return None, "unparsed:json_not_an_object"
+        return None, "unparsed:json_not_an_object", 0
     out: Positions = {}
+    dropped = 0
     try:
         for name, points in obj.items():
             for point in points:
                 x, y = point
-                if not all(isinstance(v, int) for v in (x, y)):  # the official grid indexing fails on these
-                    raise TypeError("non-integer position")
                 if 0 <= x < grid and 0 <= y < grid:
+                    if not (isinstance(x, int) and isinstance(y, int)):  # the official cogmap[y][x] raises
+                        raise TypeError("non-integer position inside the grid")
                     out.setdefault(str(name), []).append((y, x))
+                else:
+                    dropped += 1
     except (TypeError, ValueError):
-        return None, "unparsed:malformed_position"
-    return out, "json_object"
+        return None, "unparsed:malformed_position", dropped
+    return out, "json_object", dropped
 
 
 def grid_positions(grid: Sequence[Sequence[Sequence[str]]] | str) -> Positions:
@@ -114,11 +136,15 @@ def grid_positions(grid: Sequence[Sequence[Sequence[str]]] | str) -> Positions:
 
 
 def rotate(positions: Positions, degrees: int, grid: int = GRID) -> Positions:
-    """Rotate a map clockwise by 0/90/180/270 degrees (official ``rotate_cogmap``)."""
+    """Rotate a map clockwise by 0/90/180/270 degrees (official ``rotate_cogmap``).
+
+    Each class's points come back in row-major order of the rotated grid: the order in which
+    the official ``extract_objects_with_positions`` reads them, and so feeds the assignment.
+    """
     turn = {0: lambda r, c: (r, c), 90: lambda r, c: (c, grid - 1 - r), 180: lambda r, c: (grid - 1 - r, grid - 1 - c)}
     turn[270] = lambda r, c: (grid - 1 - c, r)
     f = turn[degrees]
-    return {name: [f(r, c) for r, c in points] for name, points in positions.items()}
+    return {name: sorted(f(r, c) for r, c in points) for name, points in positions.items()}
 
 
 # ---------------------------------------------------------------------------------------
@@ -173,7 +199,7 @@ def map_scores(truth: Positions, pred: Positions, threshold: float = MATCH_THRES
     }
 
 
-def _lowest(reason: str) -> dict[str, Any]:
+def _lowest(reason: str, *, format_ok: bool = False, dropped_points: int = 0) -> dict[str, Any]:
     return {
         "precision": 0.0,
         "recall": 0.0,
@@ -188,7 +214,8 @@ def _lowest(reason: str) -> dict[str, Any]:
         "hallucinated_classes": [],
         "per_class": {},
         "rotation": 0,
-        "format_ok": False,
+        "format_ok": format_ok,
+        "dropped_points": dropped_points,
         "reason": reason,
     }
 
@@ -199,17 +226,24 @@ def score_cogmap(truth_grid: Any, response: Any, threshold: float = MATCH_THRESH
     obj, reason = last_json_object(text)
     if obj is None:
         return _lowest(reason)
-    pred, reason = predicted_positions(obj)
+    pred, reason, dropped = predicted_positions(obj)
     if pred is None:
-        return _lowest(reason)
+        return _lowest(reason, dropped_points=dropped)
     truth = grid_positions(truth_grid)
+    if not set(truth) & set(pred):  # the official totals are never computed: its lowest score
+        return _lowest("json_object:no_class_in_common", format_ok=True, dropped_points=dropped)
     best: dict[str, Any] | None = None
     for degrees in ROTATIONS:
         scores = map_scores(truth, rotate(pred, degrees), threshold)
         if best is None or scores["f1"] > best["f1"]:
             best = {**scores, "rotation": degrees}
     assert best is not None
-    return {**best, "format_ok": True, "reason": f"json_object:rotation_{best['rotation']}"}
+    return {
+        **best,
+        "format_ok": True,
+        "dropped_points": dropped,
+        "reason": f"json_object:rotation_{best['rotation']}",
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,18 +271,35 @@ def relative_direction(standing: tuple[int, int], facing: tuple[int, int], query
 # question answering
 # ---------------------------------------------------------------------------------------
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_DIRECTION_SPELLINGS = {
+    "front left": "front-left",
+    "front right": "front-right",
+    "back left": "back-left",
+    "back right": "back-right",
+}
+_PARSED_CHARS = 200  # a parsed free-text answer is logged up to this length
 
 
 def answer_text(response: Any, think: bool) -> tuple[str, str]:
-    """The text a QA rule reads: the ``<answer>`` tag in think mode (else the whole reply)."""
+    """The text the official rules read, stripped and lower-cased, and where it came from.
+
+    Think mode: the first ``<answer>...</answer>`` (exactly that case), else the whole reply;
+    vanilla mode: the whole reply, tags and all.
+    """
     text = response if isinstance(response, str) else ""
+    where = "reply"
     if think:
-        m = _ANSWER_TAG.search(text)
-        if m:
-            return m.group(1).strip(), "answer_tag"
-        return text.strip(), "no_answer_tag"
-    return text.strip(), "reply"
+        tagged = first_tag_content(text, "<answer>", "</answer>")
+        if tagged is not None:
+            text, where = tagged, "answer_tag"
+        else:
+            where = "no_answer_tag"
+    return text.strip().lower(), where
+
+
+def official_direction(text: str) -> str:
+    """The official spelling map: only exactly "front left" (etc.) becomes "front-left"."""
+    return _DIRECTION_SPELLINGS.get(text, text)
 
 
 def counting_score(predicted: int, truth: int) -> float:
@@ -259,29 +310,37 @@ def counting_score(predicted: int, truth: int) -> float:
 
 def score_qa(skill: str, truth: str, response: Any, *, think: bool = False) -> dict[str, Any]:
     """Rule score of one answer: {score, parsed, reason} (official ``evaluation_re``)."""
+    if skill not in SKILLS:
+        raise ValueError(f"unknown OSR-Bench skill {skill!r}; known: {SKILLS}")
     text, where = answer_text(response, think)
     truth_norm = str(truth).strip().lower()
     if skill == "object_counting":
-        extraction = extract_first_digits(text)
-        if extraction.value is None:
-            return {"score": 0.0, "parsed": None, "reason": f"{extraction.reason}:{where}"}
+        value, digits = first_digit_run(text)
+        if digits is None:
+            return {"score": 0.0, "parsed": None, "reason": f"unparsed:no_digits:{where}"}
+        if value is None:  # the official int() raises here; any count this large scores 0 by the formula
+            return {"score": 0.0, "parsed": digits[:20] + "...", "reason": f"digits_over_limit:{where}"}
         try:
             gt = int(truth_norm)
-        except ValueError:  # a negative-sampling ground truth such as "not found": exact match only
-            return {"score": 0.0, "parsed": extraction.value, "reason": f"truth_not_a_count:{where}"}
-        return {
-            "score": counting_score(extraction.value, gt),
-            "parsed": extraction.value,
-            "reason": f"first_digits:{where}",
-        }
-    answer = text.lower()
-    if skill == "relative_direction":
-        answer, truth_norm = normalise_direction(answer), normalise_direction(truth_norm)
-    elif skill != "relative_distance":
-        raise ValueError(f"unknown OSR-Bench skill {skill!r}; known: {SKILLS}")
-    if not answer:
+        except ValueError:  # rows are validated; kept total for hand-built documents
+            return {"score": 0.0, "parsed": value, "reason": f"truth_not_a_count:{where}"}
+        return {"score": counting_score(value, gt), "parsed": value, "reason": f"first_digits:{where}"}
+    if not text:
         return {"score": 0.0, "parsed": None, "reason": f"unparsed:empty:{where}"}
-    return {"score": 1.0 if answer == truth_norm else 0.0, "parsed": answer, "reason": f"exact_match:{where}"}
+    answer = text
+    if skill == "relative_direction":
+        answer, truth_norm = official_direction(answer), official_direction(truth_norm)
+    return {
+        "score": 1.0 if answer == truth_norm else 0.0,
+        "parsed": answer[:_PARSED_CHARS],
+        "reason": f"exact_match:{where}",
+    }
+
+
+def lenient_direction_score(truth: str, response: Any, *, think: bool = False) -> float:
+    """Opt-in, not the paper's rule: "front_left", "Front  Left", "front - left" count as front-left."""
+    text, _ = answer_text(response, think)
+    return 1.0 if text and normalise_direction(text) == normalise_direction(str(truth)) else 0.0
 
 
 def official_overall(records: Sequence[Mapping[str, Any]]) -> float:

@@ -296,13 +296,13 @@ def _odi_layout(setting: str) -> Layout:
     leaves = {t: Leaf(f"odi_bench_{setting}_{t}", metric, **extra) for t in odi.TASKS}
     columns = [
         Column("Overall", "Overall", Pooled(tuple(leaves.values()))),
-        Column("General", "General", Mean(tuple(leaves[t] for t in odi.GENERAL_TASKS))),
-        Column("Spatial", "Spatial", Mean(tuple(leaves[t] for t in odi.SPATIAL_TASKS))),
+        Column("General", "General", Pooled(tuple(leaves[t] for t in odi.GENERAL_TASKS))),
+        Column("Spatial", "Spatial", Pooled(tuple(leaves[t] for t in odi.SPATIAL_TASKS))),
         *(Column(odi.ABBREVIATIONS[t], odi.ABBREVIATIONS[t], leaves[t]) for t in odi.TASKS),
     ]
     ref = {"close": "table2_close", "open": "table3_open"}.get(setting)
     number = {"close": "Table 2", "open": "Table 3"}.get(setting, "Table 2 layout")
-    notes = ["Overall: mean over questions; General / Spatial: mean of their 5 tasks (the paper prints no value)"]
+    notes = ["Overall, General, Spatial: means over questions, as the paper's (Table 2 prints no General / Spatial)"]
     if setting == "open":
         notes.append("open-ended: judge score (0 / 0.5 / 1); judge failures are left out of every mean")
     return Layout(f"odi_bench_{setting}", "odi_bench", f"ODI-Bench {number}: {setting} setting", tuple(columns), ref,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from lmms_spatial.metrics.extraction import MAX_DIGITS
+
 NUMBER_WORDS = {
     "zero": 0, "none": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
@@ -33,6 +35,8 @@ def first_integer(text: str) -> int | None:
     if match is None:
         return None
     digits, word = match.groups()
+    if digits and len(digits) > MAX_DIGITS:  # past Python's int() limit: no count is that long
+        return None
     return int(digits) if digits else NUMBER_WORDS[word.lower()]
 
 

@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmms_spatial.metrics.extraction import tag_contents
+
 Messages = list[dict[str, str]]
 
 REASK_MESSAGE = (
@@ -71,7 +73,6 @@ class Rubric:
 # helpers shared by the rubrics (pure)
 # ---------------------------------------------------------------------------------------
 
-_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
 _CURLY = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
 _LINE_COMMENT = re.compile(r"#[^\n\"]*(?=\n|$)")
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -87,8 +88,11 @@ def as_text(value: Any) -> str:
 
 
 def strip_answer_tags(text: str) -> str:
-    """The content of the last ``<answer>...</answer>`` if there is one (think mode), else the text."""
-    found = _ANSWER_TAG.findall(text)
+    """The content of the last ``<answer>...</answer>`` if there is one (think mode), else the text.
+
+    Tags are paired in linear time (:func:`lmms_spatial.metrics.extraction.tag_contents`).
+    """
+    found = tag_contents(text, "<answer>", "</answer>", ignore_case=True)
     return found[-1].strip() if found else text
 
 

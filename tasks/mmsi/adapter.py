@@ -8,6 +8,12 @@ Three settings, all on Hub ``RunsenXu/MMSI-Bench`` (or ``$LMMS_SPATIAL_MMSI_PATH
   (ABCD/BCDA/CDAB/DABC); a question counts only if all four are right.
 - ``mmsi_cot``: zero-shot chain of thought; the answer is read from the end of the reply.
 
+All three set ``reasoning_tags: none``: the official evaluation reads the model's prediction
+as returned, ``<think>`` blocks included. The official extraction accepts any letter A-D,
+whatever the options' style (``D: x``, ``D) x``, ``(D) x``); options are counted in every
+style for the chance level. Rows are checked before a run (``process_docs``): the answer is
+one upper-case letter among the question's options, ids are unique, the columns exist.
+
 Every document yields an ``accuracy`` record carrying the parsed letter and the reason,
 plus per-category scores, ``unparsed_rate`` and ``chance_level``.
 """
@@ -16,11 +22,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmms_spatial.data.images import load_images, require, undecoded
+from loguru import logger
+
+from lmms_spatial.data.images import BadDocumentError, load_images, require, undecoded
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.extraction import extract_choice
-from lmms_spatial.metrics.mmsi import CIRCULAR_ORDERS, POST_PROMPT, circular_summary, count_options, normalise_category
+from lmms_spatial.metrics.mmsi import (
+    CIRCULAR_ORDERS,
+    POST_PROMPT,
+    circular_summary,
+    count_options,
+    normalise_category,
+    option_parse_shortfall,
+)
 from lmms_spatial.metrics.mmsi import rotate as rotate_question
+
+REQUIRED_COLUMNS = ("id", "images", "question", "answer")
+OFFICIAL_LETTERS = 4  # the official regex reads A-D whatever the question's options
 
 COT_POST_PROMPT = (
     "Think step by step about the spatial relations across the images. "
@@ -62,7 +80,8 @@ def doc_to_target(doc: dict) -> str:
 def score_record(doc: dict, response: str, strategy: str) -> dict[str, Any]:
     """Score one response: parsed letter, reason, category, option count."""
     n_options = count_options(doc["question"])
-    extraction = extract_choice(response, n_options=n_options, strategy=strategy)
+    letters = OFFICIAL_LETTERS if strategy == "mmsi_official" else n_options
+    extraction = extract_choice(response, n_options=letters, strategy=strategy)
     answer = str(doc["answer"]).strip()
     return {
         "id": doc.get("id"),
@@ -122,8 +141,40 @@ def _rotate_batch(questions, answers, ids, indices):
     return out
 
 
+def validate_rows(dataset) -> None:
+    """Fail on a row that would score silently wrong, naming the document and the field.
+
+    A missing column, a duplicate id (circular evaluation would merge two questions), an answer
+    that is not one upper-case letter among the question's options (null, "E", 2, "b").
+    Questions whose options the official ``X:`` parser undercounts are logged (warning).
+    """
+    for field in REQUIRED_COLUMNS:
+        if field not in dataset.column_names:
+            raise BadDocumentError("<every row>", field, f"missing column (columns: {sorted(dataset.column_names)})")
+    seen: set[str] = set()
+    shortfalls: list[str] = []
+    for doc_id, question, answer in zip(dataset["id"], dataset["question"], dataset["answer"], strict=True):
+        if str(doc_id) in seen:
+            raise BadDocumentError(doc_id, "id", "duplicate id: circular evaluation would merge two questions")
+        seen.add(str(doc_id))
+        if question is None or not str(question).strip():
+            raise BadDocumentError(doc_id, "question", "empty")
+        letters = "ABCD"[: count_options(question)]
+        if not isinstance(answer, str) or answer.strip() not in letters or not answer.strip():
+            raise BadDocumentError(doc_id, "answer", f"{answer!r} is not one of the option letters {list(letters)}")
+        if option_parse_shortfall(question) is not None:
+            shortfalls.append(str(doc_id))
+    if shortfalls:
+        logger.warning(
+            f"MMSI-Bench: {len(shortfalls)} question(s) write options in a style the official parser does not read "
+            f"(e.g. 'D) x'); vanilla scoring accepts every letter A-D, circular evaluation skips them as unrotatable: "
+            f"ids {', '.join(shortfalls[:10])}{' ...' if len(shortfalls) > 10 else ''}"
+        )
+
+
 def process_docs(dataset):
-    """Rows keep their image bytes; :func:`doc_to_visual` decodes each image once per request."""
+    """Rows checked (:func:`validate_rows`), then left undecoded: images decoded once per request."""
+    validate_rows(dataset)
     return undecoded(dataset, "images")
 
 

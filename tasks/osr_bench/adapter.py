@@ -16,7 +16,11 @@ Three protocols, prompts verbatim from the official runner (``UUUserna/OSR-Bench
   for every question of that image (``--model staged --model_args base=<chat model>,...``).
 
 Modes: ``vanilla`` or ``think`` (``<think>...</think><answer>...</answer>``, scored on the
-answer tag; those tasks set ``reasoning_tags: none`` so lmms-eval leaves the reply intact).
+answer tag). Every OSR task sets ``reasoning_tags: none`` (in ``_default.yaml``): the official
+scorer reads the raw reply, and a map is scored on the same text whether it is the map task's
+reply or the map a QA task was answered with (``--model staged`` keeps stage outputs raw).
+``relative_direction_lenient`` (opt-in reading, its own metric) accepts spellings the official
+rule does not ("front_left"); ``accuracy`` and ``relative_direction`` are the official rule.
 Negative-config QA is also scored by the LLM evaluator of App. C.3 (rubric ``osr_negative``
 of the judge layer; ``LMMS_SPATIAL_JUDGE=none`` uses its documented rules), next to the rules.
 """
@@ -32,7 +36,14 @@ from loguru import logger
 
 from lmms_spatial.data.images import BadDocumentError, DecodedImageCache, require, undecoded
 from lmms_spatial.metrics import aggregation as agg
-from lmms_spatial.metrics.osr_bench import DIRECTIONS, official_overall, score_cogmap, score_qa
+from lmms_spatial.metrics.osr_bench import (
+    DIRECTIONS,
+    SKILLS,
+    lenient_direction_score,
+    official_overall,
+    score_cogmap,
+    score_qa,
+)
 from lmms_spatial.models.stages import stage_placeholder, stage_result
 
 COGMAP_PROMPT = (
@@ -102,13 +113,37 @@ def _kwargs(lmms_eval_specific_kwargs: dict | None) -> dict:
 # --- documents -----------------------------------------------------------------------
 
 
+def validate_rows(dataset) -> None:
+    """Fail on a row no rule can score, naming it: unknown skill, empty answer, a count that is no integer.
+
+    (Negative-sampling error messages are answers of the distance and direction skills only.)
+    """
+    for field in ("id", "skill", "answer", "question", "scene_id"):
+        if field not in dataset.column_names:
+            raise BadDocumentError("<every row>", field, f"missing column (columns: {sorted(dataset.column_names)})")
+    seen: set[str] = set()
+    for doc_id, skill, answer in zip(dataset["id"], dataset["skill"], dataset["answer"], strict=True):
+        if doc_id in seen:
+            raise BadDocumentError(doc_id, "id", "duplicate id: two questions would be merged")
+        seen.add(doc_id)
+        if skill not in SKILLS:
+            raise BadDocumentError(doc_id, "skill", f"{skill!r} is not one of {list(SKILLS)}")
+        text = "" if answer is None else str(answer).strip()
+        if not text:
+            raise BadDocumentError(doc_id, "answer", "empty")
+        if skill == "object_counting" and not (text.isascii() and text.isdigit()):
+            raise BadDocumentError(doc_id, "answer", f"{text[:40]!r} is not a count (a non-negative integer)")
+
+
 def undecoded_images(dataset):
-    """``process_docs`` of the QA tasks: rows carry the panorama's bytes, decoded by :func:`doc_to_visual`."""
+    """``process_docs`` of the QA tasks: rows checked, panoramas left as bytes for :func:`doc_to_visual`."""
+    validate_rows(dataset)
     return undecoded(dataset, "image")
 
 
 def one_per_image(dataset):
     """``process_docs`` of the map tasks: the first row of every scene (input order kept), undecoded."""
+    validate_rows(dataset)
     seen: set[str] = set()
     keep = []
     for i, scene in enumerate(dataset["scene_id"]):
@@ -240,6 +275,9 @@ def _qa(doc: dict, results: list, mode: str, config: str, with_map: bool) -> dic
         skill: record["score"],
         "unparsed_rate": float(record["parsed"] is None),
     }
+    if skill == "relative_direction":
+        record["lenient_score"] = lenient_direction_score(str(doc["answer"]), response, think=mode == "think")
+        metrics["relative_direction_lenient"] = record["lenient_score"]
     chance = _chance(doc)
     if chance is not None:
         metrics["chance_level"] = chance

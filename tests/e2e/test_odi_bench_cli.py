@@ -85,20 +85,28 @@ def test_replay_in_both_settings_gives_the_table_2_and_3_layout(lmms_eval, docs_
     # close-ended: one right per task -> 1/3 for the 3-question tasks, 1/2 for the others
     for task in odi.TASKS:
         assert run.metric(f"odi_bench_close_{task}", "accuracy") == pytest.approx(1 / sizes[task])
-    assert run.metric("odi_bench_close_general", "accuracy") == pytest.approx((3 * (1 / 3) + 2 * 0.5) / 5)
-    assert run.metric("odi_bench_close_spatial", "accuracy") == pytest.approx(0.5)
+    # General and Spatial are means over questions, as the paper's: 13 general questions with one
+    # right in each of the 5 tasks (5/13, not the task mean 0.4), 10 spatial questions with 5 right
+    assert sum(sizes[t] for t in odi.GENERAL_TASKS) == 13
+    assert run.metric("odi_bench_close_general", "accuracy") == pytest.approx(5 / 13)
+    assert run.metric("odi_bench_close_spatial", "accuracy") == pytest.approx(5 / 10)
     assert run.metric("odi_bench_close", "accuracy") == pytest.approx(10 / 23)  # over questions, not 0.45
     assert run.metric("odi_bench_close_object_attribute", "unparsed_rate") == pytest.approx(1 / 3)
     assert run.metric("odi_bench_close", "unparsed_rate") == pytest.approx(1 / 23)
     assert run.metric("odi_bench_close", "chance_level") == pytest.approx((3 * 0.5 + 20 * 0.25) / 23)
-    assert run.metric("odi_bench_close_general", "chance_level") == pytest.approx(0.3)
+    n_exist = sizes["existence"]  # yes/no: chance 1/2; every other task has 4 options
+    assert run.metric("odi_bench_close_general", "chance_level") == pytest.approx(
+        (n_exist * 0.5 + (13 - n_exist) * 0.25) / 13
+    )
 
     # open-ended: judge 1.0 on each task's first answer; OA also 0.5; counting one unparsed reply
     assert run.metric("odi_bench_open_object_attribute", "judge_score") == pytest.approx(0.5)
     assert run.metric("odi_bench_open_human_attribute", "judge_score") == pytest.approx(1 / 3)
     assert run.metric("odi_bench_open_counting", "judge_score") == pytest.approx(0.5)
     assert run.metric("odi_bench_open_counting", "judge_unparsed") == 1
-    assert run.metric("odi_bench_open_general", "judge_score") == pytest.approx((0.5 + 1 / 3 + 1 / 3 + 0.5 + 0.5) / 5)
+    general = sum(run.metric(f"odi_bench_open_{t}", "judge_score") * sizes[t] for t in odi.GENERAL_TASKS) / 13
+    assert run.metric("odi_bench_open_general", "judge_score") == pytest.approx(general)  # over questions
+    assert general == pytest.approx((0.5 * 3 + 1 / 3 * 3 + 1 + 0.5 * 2 + 0.5 * 2) / 13)  # by hand, 5.5 / 13
     assert run.metric("odi_bench_open_spatial", "judge_score") == pytest.approx(0.5)
     assert run.metric("odi_bench_open", "judge_score") == pytest.approx(10.5 / 23)
     assert run.metric("odi_bench_open", "judge_unparsed") == 1

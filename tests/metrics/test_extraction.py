@@ -10,7 +10,9 @@ from lmms_spatial.metrics.extraction import (
     extract_direction,
     extract_integer,
     extract_yes_no,
+    first_tag_content,
     normalise_direction,
+    tag_contents,
 )
 
 
@@ -164,3 +166,48 @@ def test_other_extractors_never_raise(text):
 def test_a_hedged_pair_of_letters_is_unparsed_not_the_last_letter(reply):
     result = extract_choice(reply, n_options=4)
     assert result.value is None and result.reason.startswith("unparsed:conflict:")
+
+
+@pytest.mark.parametrize("strategy", ["robust", "final", "json_then_robust"])
+@pytest.mark.parametrize(
+    ("response", "expected"), [("c", "C"), ("(c)", "C"), ("c.", "C"), ("Ｃ", "C"), ("（Ｂ）", "B")]
+)
+def test_a_lower_case_or_full_width_letter_alone_is_read_by_the_free_form_strategies(strategy, response, expected):
+    result = extract_choice(response, n_options=4, strategy=strategy)
+    assert result.value == expected
+
+
+def test_mmsi_official_keeps_its_case_sensitive_rule():
+    assert extract_choice("c", n_options=4, strategy="mmsi_official").value is None
+    assert extract_choice("Ｃ", n_options=4, strategy="mmsi_official").value is None
+
+
+def test_tag_contents_pairs_each_opening_tag_with_the_next_closing_tag():
+    text = "<answer>A</answer> x <ANSWER>b</Answer> <answer>never closed"
+    assert tag_contents(text, "<answer>", "</answer>") == ["A"]
+    assert tag_contents(text, "<answer>", "</answer>", ignore_case=True) == ["A", "b"]
+    assert first_tag_content("no tags", "<answer>", "</answer>") is None
+
+
+HOSTILE_REPLIES = {
+    "unclosed answer tags": "<answer>" * 100_000,
+    "unclosed backtick and spaces": "` " + " " * 200_000 + "x",
+    "spaces before because": "answer: " + " " * 200_000 + "x",
+    "digits": "9" * 100_000,
+    "braces": "{" * 200_000,
+    "lone surrogate": "\ud800 B",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_REPLIES))
+def test_hostile_replies_are_parsed_without_raising(name):
+    reply = HOSTILE_REPLIES[name]
+    for strategy in ("robust", "final", "json_then_robust", "mmsi_official"):
+        assert extract_choice(reply, n_options=4, strategy=strategy).reason
+    assert extract_yes_no(reply).reason and extract_direction(reply, ["left", "front left"]).reason
+    assert extract_integer(reply).reason
+
+
+def test_a_digit_run_past_pythons_limit_is_reported_not_converted():
+    assert extract_integer("9" * 5000).reason == "unparsed:integer_over_4000_digits"
+    assert extract_integer("12 then " + "9" * 5000).value == 12

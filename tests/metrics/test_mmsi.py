@@ -1,10 +1,13 @@
 """MMSI-Bench rules: category spelling, option parsing, rotations, circular scoring."""
 
+import pytest
+
 from lmms_spatial.metrics.mmsi import (
     CATEGORIES,
     circular_summary,
     count_options,
     normalise_category,
+    option_parse_shortfall,
     rotate,
     split_options,
 )
@@ -65,3 +68,23 @@ def test_circular_per_category():
     records = _records("q1", [1, 1, 1, 1], "MSR") + _records("q2", [1, 0, 1, 1], "Motion (Cam.)")
     per = circular_summary(records, by="category")["by_category"]
     assert per == {"MSR": {"circular": 1.0, "vanilla": 1.0}, "Motion (Cam.)": {"circular": 0.0, "vanilla": 1.0}}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        "A: left, B: right, C: front, D: back",
+        "A) left, B) right, C) front, D) back",
+        "(A) left (B) right (C) front (D) back",
+        "A. left\nB. right\nC. front\nD. back",
+    ],
+)
+def test_options_are_counted_in_every_style_the_releases_use(options):
+    assert count_options(f"Where is the lamp?\nOptions: {options}") == 4
+
+
+def test_the_official_parser_reads_only_the_colon_style_and_the_shortfall_is_reported():
+    question = "Where is the lamp?\nOptions: A: left, B: right, C: front, D) back"
+    assert len(split_options(question)[1]) == 3  # the official pattern stops at "D) back"
+    assert option_parse_shortfall(question) == (3, 4)
+    assert option_parse_shortfall("Q?\nOptions: A: x, B: y, C: z, D: w") is None

@@ -19,27 +19,65 @@ def rec(task: str, score: float | None, i: int = 0, **extra) -> dict:
     return r
 
 
-def test_general_and_spatial_are_unweighted_means_of_five_tasks_and_overall_is_over_questions():
+def test_general_spatial_and_overall_are_means_over_questions_as_in_the_paper():
     # object_attribute: 3 questions, 2 right (2/3); the other general tasks 1 question each
     records = [rec("object_attribute", s, i) for i, s in enumerate([1.0, 1.0, 0.0])]
     records += [rec("human_attribute", 1.0), rec("existence", 0.0), rec("counting", 1.0), rec("ocr", 0.0)]
     records += [rec(t, 0.5) for t in odi.SPATIAL_TASKS]
     summary = odi.summarise(records)
     assert summary["tasks"]["object_attribute"] == pytest.approx(2 / 3)
-    assert summary["General"] == pytest.approx((2 / 3 + 1 + 0 + 1 + 0) / 5)
+    assert summary["General"] == pytest.approx(4 / 7)  # 7 questions, 4 right; per task it would be 0.533
     assert summary["Spatial"] == 0.5
     # 12 questions: 4 right in General + 5 * 0.5 in Spatial
     assert summary["Overall"] == pytest.approx((4 + 2.5) / 12)
 
 
 def test_paper_random_row_overall_is_the_question_weighted_mean():
-    sizes = {"object_attribute": 1220, "human_attribute": 304, "existence": 200, "counting": 172, "ocr": 121,
-             "egocentric_view_orientation": 815, "allocentric_view_orientation": 477, "scene_simulation": 500,
-             "relative_direction": 245, "odi_reasoning": 200}  # fmt: skip
+    sizes = odi.PAPER_QUESTION_COUNTS
     chance = {t: 0.25 for t in odi.TASKS} | {"existence": 0.5, "odi_reasoning": 0.41}
     overall = sum(sizes[t] * chance[t] for t in odi.TASKS) / sum(sizes.values())
     assert round(overall * 100, 2) == 26.93  # Table 2, Random Choice
     assert round(sum(chance.values()) / 10 * 100, 2) == 29.10  # the task mean would not match
+
+
+# Table 5 (Omni-CoT ablations): Overall, General, Spatial of 12 rows, as printed
+TABLE_5 = [
+    (57.12, 70.49, 45.05), (63.07, 72.08, 54.94), (62.79, 71.79, 54.67), (58.29, 67.67, 49.83),
+    (55.88, 70.05, 43.09), (63.89, 72.63, 56.01), (52.76, 66.33, 40.53), (55.76, 67.82, 44.88),
+    (53.71, 65.79, 42.83), (48.93, 54.29, 44.12), (50.52, 66.78, 35.85), (58.04, 69.81, 47.43),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("overall", "general", "spatial"), TABLE_5)
+def test_every_row_of_table_5_has_overall_as_the_question_weighted_mean_of_general_and_spatial(
+    overall, general, spatial
+):
+    n_general = sum(odi.PAPER_QUESTION_COUNTS[t] for t in odi.GENERAL_TASKS)
+    n_spatial = sum(odi.PAPER_QUESTION_COUNTS[t] for t in odi.SPATIAL_TASKS)
+    assert (n_general, n_spatial) == (2017, 2237)
+    # three numbers rounded to 0.01 each: the identity holds to within their rounding
+    assert (n_general * general + n_spatial * spatial) / (n_general + n_spatial) == pytest.approx(overall, abs=0.015)
+
+
+def _table_2_row(model: str) -> dict[str, float]:
+    from lmms_spatial.reports import references
+
+    return next(r["values"] for r in references.table("odi_bench", "table2_close")["rows"] if r["model"] == model)
+
+
+@pytest.mark.parametrize(("model", "general", "spatial"), [("Gemini-2.0-flash", 70.49, 45.05),
+                                                           ("InternVL2.5-8B", 66.33, 40.53)])  # fmt: skip
+def test_table_5_general_and_spatial_are_the_question_means_of_table_2s_task_scores(model, general, spatial):
+    values = _table_2_row(model)
+    records = [
+        rec(task, values[odi.ABBREVIATIONS[task]] / 100, i)
+        for task, n in odi.PAPER_QUESTION_COUNTS.items()
+        for i in range(n)
+    ]  # every question of a task carries the task's Table 2 accuracy: its question mean is that accuracy
+    summary = odi.summarise(records)
+    assert summary["General"] * 100 == pytest.approx(general, abs=0.015)
+    assert summary["Spatial"] * 100 == pytest.approx(spatial, abs=0.015)
+    assert summary["Overall"] * 100 == pytest.approx(values["Overall"], abs=0.015)
 
 
 def test_judge_failures_are_left_out_of_every_mean():

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from lmms_spatial.metrics.extraction import extract_first_digits
 from lmms_spatial.metrics.osr_bench import (
     grid_positions,
     is_not_found_answer,
     last_json_object,
+    lenient_direction_score,
     map_scores,
     official_overall,
     relative_direction,
@@ -163,7 +163,49 @@ def test_format_failures_get_the_lowest_score_and_say_why(response, reason):
 
 def test_positions_outside_the_grid_are_dropped():
     scores = score_cogmap(grid_with({(1, 1): ["tv"]}), reply({"tv": [[1, 1], [10, 3], [-1, 0]]}))
-    assert (scores["tp"], scores["fp"]) == (1, 0)
+    assert (scores["tp"], scores["fp"], scores["dropped_points"]) == (1, 0, 2)
+
+
+def test_points_failing_the_official_range_test_are_dropped_and_counted_not_fatal():
+    # [10.5, 3], [1e9, 2], NaN and [12, "a"] all fail `0 <= x < 10 and ...` before any indexing
+    response = '{"tv": [[1, 1], [10.5, 3], [1e9, 2], [NaN, 1], [12, "a"]]}'
+    scores = score_cogmap(grid_with({(1, 1): ["tv"]}), response)
+    assert scores["format_ok"] and scores["dropped_points"] == 4
+    assert (scores["tp"], scores["fp"], scores["fn"], scores["f1"]) == (1, 0, 0, 1.0)
+
+
+@pytest.mark.parametrize("point", ["[2.5, 3]", '[3, "a"]', "[3]", '"ab"', "null"])
+def test_a_point_the_official_grid_cannot_hold_fails_the_whole_map(point):
+    scores = score_cogmap(grid_with({(1, 1): ["tv"]}), '{"tv": [[1, 1], ' + point + "]}")
+    assert scores["format_ok"] is False and scores["reason"] == "unparsed:malformed_position"
+
+
+def test_tied_assignments_are_broken_as_the_official_row_major_order_breaks_them():
+    # Chairs at (row, col) (1,7), (2,6), (3,7); predicted (0,8), (1,7), (4,8). Two optimal
+    # assignments tie on total distance; the one scipy picks depends on the order of the
+    # predictions. Read row-major, as the official code reads its grid, it pairs two within
+    # 2.0: TP 2, FP 1, FN 1, F1 2/3 (the official evaluate_with_rotations gives 0.6667 here).
+    truth = grid_with({(1, 7): ["chair"], (2, 6): ["chair"], (3, 7): ["chair"]})
+    json_order = {"chair": [[8, 4], [7, 1], [8, 0]]}  # (x, y): the reply lists them bottom-up
+    scores = score_cogmap(truth, reply(json_order))
+    assert (scores["tp"], scores["fp"], scores["fn"], scores["rotation"]) == (2, 1, 1, 0)
+    assert scores["f1"] == pytest.approx(2 / 3)
+    as_listed = map_scores(grid_positions(truth), {"chair": [(4, 8), (1, 7), (0, 8)]})  # JSON order
+    assert as_listed["tp"] != scores["tp"]  # the order really decides this case
+
+
+@pytest.mark.parametrize(
+    ("response", "reason"),
+    [
+        ("[" * 5000 + "]" * 5000 + ' {"a": ' + "[" * 3000 + "]" * 3000 + "}", "unparsed:json_too_deep"),
+        ('{"tv": [[' + "9" * 5000 + ", 1]]}", "unparsed:invalid_json"),
+        ("{" * 200_000, "unparsed:no_json_object"),
+        ("}" * 200_000, "unparsed:unbalanced_braces"),
+    ],
+)
+def test_hostile_maps_score_the_lowest_and_never_raise(response, reason):
+    scores = score_cogmap(TRUTH, response)
+    assert scores["format_ok"] is False and scores["reason"] == reason and scores["f1"] == 0.0
 
 
 def test_the_last_json_object_of_the_reply_is_read():
@@ -191,7 +233,35 @@ def test_counting_partial_credit(response, truth, score):
 def test_counting_reads_digits_only_as_the_official_scorer():
     result = score_qa("object_counting", "3", "three chairs")
     assert result["score"] == 0.0 and result["reason"].startswith("unparsed:no_digits")
-    assert extract_first_digits("about 2.5 of them").value == 2
+    assert score_qa("object_counting", "2", "about 2.5 of them")["score"] == 1.0
+
+
+def test_vanilla_counting_reads_the_first_digits_of_the_whole_reply_tags_and_all():
+    # official: no tag handling in vanilla mode, so the "1" in "step 1" is the count
+    result = score_qa("object_counting", "3", "step 1: look. <answer>3</answer>")
+    assert (result["parsed"], result["score"]) == (1, 1 - 2 / 3)
+
+
+def test_think_counting_reads_only_the_lower_case_answer_tag():
+    assert score_qa("object_counting", "3", "<think>2 or 4</think><answer>3</answer>", think=True)["score"] == 1.0
+    upper = score_qa("object_counting", "3", "<think>2 or 4</think><ANSWER>3</ANSWER>", think=True)
+    assert (upper["parsed"], upper["reason"]) == (2, "first_digits:no_answer_tag")
+
+
+def test_think_mode_reads_the_first_answer_tag_as_re_search_does():
+    response = "<answer>left</answer> on reflection <answer>right</answer>"
+    assert score_qa("relative_direction", "left", response, think=True)["score"] == 1.0
+
+
+def test_a_count_past_pythons_digit_limit_scores_0_and_does_not_raise():
+    result = score_qa("object_counting", "3", "9" * 5000)
+    assert result["score"] == 0.0 and result["reason"] == "digits_over_limit:reply"
+
+
+def test_an_unclosed_answer_tag_is_read_in_linear_time():
+    response = "<answer>" * 100_000 + "left"  # 800 KB; a lazy regex rescans from every tag
+    result = score_qa("relative_direction", "left", response, think=True)
+    assert (result["score"], result["reason"]) == (0.0, "exact_match:no_answer_tag")
 
 
 def test_relative_distance_is_an_exact_lower_cased_match():
@@ -201,7 +271,14 @@ def test_relative_distance_is_an_exact_lower_cased_match():
 
 def test_relative_direction_normalises_front_left_spellings():
     assert score_qa("relative_direction", "front-left", "Front left")["score"] == 1.0
+    assert score_qa("relative_direction", "Front Left", "front-left")["score"] == 1.0
     assert score_qa("relative_direction", "back-right", "back left")["score"] == 0.0
+
+
+@pytest.mark.parametrize("spelling", ["front_left", "Front  Left", "front - left", "front\tleft", "-front-left"])
+def test_official_direction_rule_accepts_only_front_left_and_front_hyphen_left(spelling):
+    assert score_qa("relative_direction", "Front Left", spelling)["score"] == 0.0
+    assert lenient_direction_score("Front Left", spelling) == 1.0  # the separate, opt-in metric
 
 
 def test_think_mode_scores_the_answer_tag():
@@ -227,9 +304,17 @@ def test_fixed_negative_sampling_answers_are_recognised():
     assert not is_not_found_answer("The sofa is to the left.")
 
 
-def test_nan_free_scores_for_an_empty_prediction():
+def test_an_empty_prediction_gets_the_official_lowest_score():
+    # no class on both sides: the official loop never sets its totals and returns lowest_score
     scores = score_cogmap(TRUTH, "{}")
-    assert scores["format_ok"] and scores["fn"] == 15 and not math.isnan(scores["avg_distance"])
+    assert scores["format_ok"] and not math.isnan(scores["avg_distance"])
+    assert (scores["f1"], scores["avg_distance"], scores["tp"], scores["fp"], scores["fn"]) == (0.0, 15.0, 0, 0, 0)
+
+
+def test_a_map_of_only_hallucinated_classes_gets_chair_0_as_the_official_code_does():
+    scores = score_cogmap(TRUTH, reply({"sofa": [[0, 0]], "tv": [[5, 5]]}))
+    assert scores["reason"] == "json_object:no_class_in_common"
+    assert (scores["chair_s"], scores["chair_i"], scores["chair_instance"], scores["f1"]) == (0.0, 0.0, 0.0, 0.0)
 
 
 # --- question geometry (fixture answers) ------------------------------------------------

@@ -3,11 +3,14 @@
 import io
 
 import datasets
+import pytest
 from PIL import Image
 
+from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.tasks.mmsi.adapter import (
     doc_to_messages,
     doc_to_text,
+    process_docs,
     process_docs_circular,
     process_results,
     process_results_circular,
@@ -61,6 +64,7 @@ def test_circular_expansion_gives_four_relettered_rows_per_question():
     ds = datasets.Dataset.from_dict(
         {
             "id": [5, 6],
+            "images": [[_png()], [_png()]],
             "question": [QUESTION, "A question whose options were lost"],
             "answer": ["B", "A"],
             "question_type": ["MSR", "MSR"],
@@ -72,3 +76,48 @@ def test_circular_expansion_gives_four_relettered_rows_per_question():
     assert rows[1]["question"].endswith("Options: A: table, B: lamp, C: sofa, D: chair")
     assert rows[4]["circular_question_id"] == "6"
     assert set(process_results_circular(rows[4], ["A"])) == {"unrotatable_questions"}
+
+
+def _dataset(**overrides) -> datasets.Dataset:
+    rows = {"id": [1, 2], "images": [[_png()], [_png()]], "question": [QUESTION, QUESTION], "answer": ["A", "D"],
+            "question_type": ["MSR", "MSR"], **overrides}  # fmt: skip
+    return datasets.Dataset.from_dict(rows)
+
+
+@pytest.mark.parametrize(
+    ("answers", "message"),
+    [
+        ([None, "D"], "document 1, field 'answer': None is not one of the option letters"),
+        (["E", "D"], "document 1, field 'answer': 'E' is not one of the option letters"),
+        (["b", "D"], "document 1, field 'answer': 'b' is not one of the option letters"),
+        ([2, 3], "document 1, field 'answer': 2 is not one of the option letters"),
+    ],
+)
+def test_an_answer_that_is_not_an_option_letter_fails_naming_the_document(answers, message):
+    with pytest.raises(BadDocumentError, match=message):
+        process_docs(_dataset(answer=answers))
+
+
+def test_duplicate_ids_fail_instead_of_merging_two_questions():
+    with pytest.raises(BadDocumentError, match="document 7, field 'id': duplicate id"):
+        process_docs_circular(_dataset(id=[7, 7]))
+
+
+def test_a_missing_answer_column_fails_naming_the_field_not_a_bare_key_error():
+    rows = _dataset().remove_columns("answer")
+    with pytest.raises(BadDocumentError, match="field 'answer': missing column"):
+        process_docs(rows)
+
+
+def test_a_correct_d_counts_whatever_the_style_of_the_options_as_the_official_code():
+    doc = {**DOC, "question": "Where is the lamp?\nOptions: A: left, B: right, C: front, D) back", "answer": "D"}
+    metrics = process_results(doc, ["``D``"])
+    assert metrics["accuracy"]["score"] == 1.0 and metrics["chance_level"] == 0.25
+
+
+def test_the_mmsi_tasks_score_the_raw_reply_as_the_official_evaluation():
+    from pathlib import Path
+
+    import lmms_spatial.tasks.mmsi as package
+
+    assert "\nreasoning_tags: none\n" in (Path(package.__file__).parent / "_default.yaml").read_text()

@@ -49,8 +49,21 @@ def test_map_protocol_messages_put_a_stage_turn_between_map_prompt_and_question(
     assert messages[2]["content"] == [{"type": "text", "text": adapter.question_prompt(DOC, "vanilla", with_map=True)}]
 
 
+def _rows(scene_ids: list[str], **columns) -> dict[str, list]:
+    """Valid question rows for ``scene_ids`` (ids ``<scene>:<n>``, direction questions)."""
+    n = len(scene_ids)
+    return {
+        "id": [f"{scene}:{i}" for i, scene in enumerate(scene_ids)],
+        "scene_id": scene_ids,
+        "skill": ["relative_direction"] * n,
+        "question": ["q"] * n,
+        "answer": ["Left"] * n,
+        **columns,
+    }
+
+
 def test_map_tasks_keep_the_first_row_of_every_scene():
-    ds = datasets.Dataset.from_dict({"scene_id": ["a", "a", "b", "a", "c", "b"], "turn_id": [1, 2, 1, 3, 1, 2]})
+    ds = datasets.Dataset.from_dict(_rows(["a", "a", "b", "a", "c", "b"], turn_id=[1, 2, 1, 3, 1, 2]))
     kept = adapter.one_per_image(ds)
     assert kept["scene_id"] == ["a", "b", "c"] and kept["turn_id"] == [1, 1, 1]
 
@@ -63,9 +76,9 @@ def test_map_protocol_text_is_the_user_turns_so_questions_of_one_image_sort_toge
 def test_rows_reach_the_task_undecoded_and_the_panorama_is_decoded_per_image():
     buf = io.BytesIO()
     Image.new("RGB", (16, 8), (200, 10, 10)).save(buf, "PNG")
-    rows = {"scene_id": ["a", "a"], "image": [{"bytes": buf.getvalue(), "path": None}] * 2}
-    ds = datasets.Dataset.from_dict(rows, features=datasets.Features(
-        {"scene_id": datasets.Value("string"), "image": datasets.Image()}))  # fmt: skip
+    rows = _rows(["a", "a"], image=[{"bytes": buf.getvalue(), "path": None}] * 2)
+    features = datasets.Features({name: datasets.Value("string") for name in rows if name != "image"})
+    ds = datasets.Dataset.from_dict(rows, features=datasets.Features({**features, "image": datasets.Image()}))
     docs = adapter.undecoded_images(ds)
     assert isinstance(docs[0]["image"], dict) and adapter.one_per_image(ds)[0]["image"]["bytes"] == buf.getvalue()
     misses = adapter.PANORAMAS.misses
@@ -110,3 +123,47 @@ def test_without_the_staged_model_the_record_says_no_map_was_generated():
     out = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DOC, ["Front Left"])
     assert out["accuracy"]["stage_outputs"]["osr_cogmap"] == {"key": "standard:s1", "output": '{"tv": [[1, 1]]}'}
     stages.clear()
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("answer", ["banana", "Left"], "document 'a:0', field 'answer': 'banana' is not a count"),
+        ("answer", ["", "Left"], "document 'a:0', field 'answer': empty"),
+        ("skill", ["object_count", "relative_direction"], "document 'a:0', field 'skill': 'object_count' is not one"),
+        ("id", ["x", "x"], "document 'x', field 'id': duplicate id"),
+    ],
+)
+def test_rows_no_rule_can_score_fail_naming_the_document_and_field(column, value, message):
+    rows = _rows(["a", "a"])
+    rows["skill"], rows["answer"] = ["object_counting", "relative_direction"], ["2", "Left"]
+    rows[column] = value
+    with pytest.raises(adapter.BadDocumentError, match=message):
+        adapter.undecoded_images(datasets.Dataset.from_dict(rows))
+
+
+def test_a_missing_column_fails_naming_it():
+    rows = _rows(["a"])
+    del rows["answer"]
+    with pytest.raises(adapter.BadDocumentError, match="field 'answer': missing column"):
+        adapter.one_per_image(datasets.Dataset.from_dict(rows))
+
+
+def test_direction_questions_also_report_the_opt_in_lenient_reading():
+    out = adapter.PROCESSORS["qa_standard_vanilla"](DOC, ["front_left"])
+    assert out["relative_direction"] == 0.0 and out["relative_direction_lenient"] == 1.0
+    counting = adapter.PROCESSORS["qa_standard_vanilla"]({**DOC, "skill": "object_counting", "answer": "2"}, ["2"])
+    assert "relative_direction_lenient" not in counting
+
+
+def test_every_osr_task_scores_the_raw_reply():
+    import yaml
+
+    default = yaml.safe_load((adapter_dir() / "_default.yaml").read_text().replace("!function", ""))
+    assert default["reasoning_tags"] == "none"
+
+
+def adapter_dir():
+    from pathlib import Path
+
+    return Path(adapter.__file__).parent
