@@ -32,7 +32,7 @@ from typing import Any
 
 from PIL import Image
 
-from lmms_spatial.data.images import BadDocumentError
+from lmms_spatial.data.images import BadDocumentError, load_strictly
 
 ENV_MAX_PIXELS = "LMMS_SPATIAL_ODI_MAX_PIXELS"
 ENV_RESIZE = "LMMS_SPATIAL_ODI_RESIZE"
@@ -155,7 +155,7 @@ def decode_erp(
         if target is not None and image.format == "JPEG":
             # DCT-domain downscale during decoding: the full-size raster is never built.
             image.draft("RGB", target)
-        image.load()
+        load_strictly(image)  # a truncated file fails here, whatever lmms-eval's global flag says
         if target is not None and image.size != target:
             image = image.resize(target, Image.Resampling.BICUBIC, reducing_gap=2.0)
         return image if image.mode == "RGB" else image.convert("RGB")

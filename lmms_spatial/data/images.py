@@ -6,11 +6,12 @@ import copy
 import hashlib
 import io
 import threading
+import types
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from PIL import Image
+from PIL import Image, ImageFile
 
 
 class BadDocumentError(ValueError):
@@ -30,6 +31,36 @@ def require(doc: Mapping[str, Any], field: str) -> Any:
     if field not in doc or doc[field] is None:
         raise BadDocumentError(doc_id_of(doc), field, "missing")
     return doc[field]
+
+
+def _strict_loader():
+    """``ImageFile.ImageFile.load`` reading its own ``LOAD_TRUNCATED_IMAGES = False``.
+
+    lmms-eval sets ``ImageFile.LOAD_TRUNCATED_IMAGES = True`` process-wide (``api/task.py``),
+    which makes Pillow pad a truncated image with grey and say nothing. Flipping that global
+    back is not thread-safe (decoding runs in worker threads, next to lmms-eval's own), so this
+    is the same function bound to a private copy of its module globals with the flag off.
+    """
+    load = ImageFile.ImageFile.load
+    strict_globals = {**load.__globals__, "LOAD_TRUNCATED_IMAGES": False}
+    return types.FunctionType(load.__code__, strict_globals, "strict_load", load.__defaults__, load.__closure__)
+
+
+_STRICT_LOAD = _strict_loader()
+
+
+def load_strictly(image: Image.Image) -> None:
+    """Decode ``image`` in place; raise ``OSError`` if its data is truncated, whatever the global flag says.
+
+    JPEG's plugin reads the global flag itself and, at a premature end, fakes an end marker and
+    sets ``_ended``: that mark is checked too.
+    """
+    if isinstance(image, ImageFile.ImageFile):
+        _STRICT_LOAD(image)
+        if getattr(image, "_ended", False):
+            raise OSError("image file is truncated (JPEG data ends before its end marker)")
+    else:
+        image.load()
 
 
 def load_image(value: Any, *, doc_id: Any, field: str) -> Image.Image:
@@ -54,7 +85,10 @@ def load_image(value: Any, *, doc_id: Any, field: str) -> Image.Image:
             image = Image.open(value)
         else:
             raise TypeError(f"unsupported image value of type {type(value).__name__}")
-        image.load()
+        if image is value:  # handed in as a PIL image: decoded (or not) by whoever made it
+            image.load()
+        else:
+            load_strictly(image)
     except BadDocumentError:
         raise
     except Exception as exc:
