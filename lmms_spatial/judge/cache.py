@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from loguru import logger
+
 CACHE_FILENAME = "judge_cache.sqlite3"
 SCHEMA_VERSION = 1
 
@@ -71,6 +73,7 @@ class VerdictCache:
         self._local = threading.local()
         self._all: list[tuple[int, threading.Thread, sqlite3.Connection]] = []
         self._all_lock = threading.Lock()
+        self._quarantined = False
 
     # -- connections -------------------------------------------------------------------
 
@@ -91,12 +94,46 @@ class VerdictCache:
             except sqlite3.OperationalError as exc:
                 if conn is not None:
                     conn.close()
+                if "not a database" in str(exc) or "malformed" in str(exc):
+                    self._quarantine(exc)
+                    continue
                 # Switching a fresh file to WAL can report "locked" without waiting on the busy
                 # handler when several processes create the database at the same moment.
                 transient = "locked" in str(exc) or "busy" in str(exc)
                 if not transient or time.monotonic() > deadline:
                     raise
                 time.sleep(0.01 + random.random() * 0.05)
+            except sqlite3.DatabaseError as exc:  # "file is not a database", "database disk image is malformed"
+                if conn is not None:
+                    conn.close()
+                self._quarantine(exc)
+
+    def _quarantine(self, exc: Exception) -> None:
+        """Move a corrupt cache file aside (named in one warning) so a fresh cache can start.
+
+        Verdicts are only a cache: losing them costs judge calls, never correctness. A second
+        corruption in the same process is raised, naming the file.
+        """
+        with self._all_lock:
+            if self._quarantined:
+                raise sqlite3.DatabaseError(
+                    f"judge cache {self.path}: {exc} (again after starting a fresh one)"
+                ) from exc
+            self._quarantined = True
+            aside = f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+            try:
+                os.replace(self.path, aside)
+            except FileNotFoundError:  # another process moved it first
+                aside = "(already moved by another process)"
+            for suffix in ("-wal", "-shm"):
+                try:
+                    os.remove(self.path + suffix)
+                except FileNotFoundError:
+                    pass
+        logger.warning(
+            f"judge cache {self.path} is not a usable SQLite database ({exc}); moved it to {aside} and started a "
+            "fresh cache (cached verdicts are judged again)"
+        )
 
     def _conn(self) -> sqlite3.Connection:
         pid = os.getpid()

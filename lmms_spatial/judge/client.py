@@ -19,6 +19,12 @@ One :class:`Judge` per (rubric, config), shared by every thread of a process thr
   403, 404, 400) — :class:`JudgeUnavailableError` names the base URL and the model: a run
   never turns an unreachable judge into zeros. After an outage, uncached items fail at once
   for ``config.unavailable_cooldown`` seconds rather than each waiting through the retries.
+* **Malformed responses** (an HTTP 200 whose body is HTML, truncated JSON, no ``choices`` or no
+  message content: a proxy or server fault, not a verdict) are retried like a 5xx and, when
+  retries run out, raise :class:`JudgeUnavailableError` naming the URL: counted as a judge
+  failure, never scored, never cached.
+* **Secrets**: the API key is redacted from every message we raise or record, also when the
+  server echoes it in an error body.
 * **Unparsable replies** are re-asked ``config.parse_retries`` times (the bad reply and the
   rubric's re-ask message appended to the conversation); then the item scores 0 with reason
   ``judge_unparsed``, is counted in :attr:`JudgeStats.unparsed` and cached like any verdict.
@@ -83,9 +89,32 @@ def strip_reasoning(reply: str) -> str:
     return text.strip()
 
 
+class MalformedResponse(Exception):
+    """The endpoint answered 200 with something that is not a chat completion."""
+
+
+def reply_text(response: Any) -> str:
+    """The completion's text; :class:`MalformedResponse` when the body is no chat completion.
+
+    An empty string is a legitimate (empty) reply; a body without ``choices``, without a message
+    or with a non-text content is a protocol fault (an HTML error page, a proxy's stub).
+    """
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        shown = response if isinstance(response, str) else type(response).__name__
+        raise MalformedResponse(f"no choices in the response ({str(shown)[:120]!r})")
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if not isinstance(content, str):
+        raise MalformedResponse(f"no message content in the first choice ({type(content).__name__})")
+    return content
+
+
 def _is_retryable(exc: BaseException) -> bool:
     import openai
 
+    if isinstance(exc, (MalformedResponse, json.JSONDecodeError, openai.APIResponseValidationError)):
+        return True  # a body that is no completion: a transient proxy / server fault
     if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -308,8 +337,13 @@ class Judge:
             delay = max(delay, min(hinted, self.config.backoff_max))
         return delay
 
+    def _redact(self, text: str) -> str:
+        """``text`` without the API key (servers echo it in error bodies)."""
+        key = self.config.api_key
+        return text.replace(key, "[redacted]") if key and len(key) >= 4 else text
+
     def _complete(self, request: dict[str, Any]) -> str:
-        """One chat completion with retries; the reply text ("" if the endpoint sent none)."""
+        """One chat completion with retries; the reply text ("" if the endpoint sent an empty one)."""
         import openai
 
         down = self._down
@@ -329,15 +363,18 @@ class Judge:
             try:
                 with self._semaphore:
                     response = client.chat.completions.create(**request)
+                text = reply_text(response)
             except Exception as exc:
                 if not _is_retryable(exc):
                     if isinstance(exc, openai.APIStatusError):
                         raise JudgeUnavailableError(
-                            f"judge endpoint {base_url} refused the request for model {self.config.model!r} "
-                            f"with HTTP {exc.status_code}: {exc.message}",
+                            self._redact(
+                                f"judge endpoint {base_url} refused the request for model {self.config.model!r} "
+                                f"with HTTP {exc.status_code}: {exc.message}"
+                            ),
                             base_url=base_url,
                             model=self.config.model,
-                        ) from exc
+                        ) from None  # the cause's text may hold the key
                     raise
                 last = exc
                 if attempt + 1 < attempts:
@@ -346,19 +383,19 @@ class Judge:
                 continue
             self.stats.add(judge_calls=1)
             self._down = None
-            choices = getattr(response, "choices", None) or []
-            message = getattr(choices[0], "message", None) if choices else None
-            return (getattr(message, "content", None) or "") if message is not None else ""
+            return text
         error = JudgeUnavailableError(
-            f"judge unavailable: {attempts} attempt(s) to reach {base_url} with model {self.config.model!r} failed "
-            f"(last error: {type(last).__name__}: {last}). Check that the server is up and "
-            f"LMMS_SPATIAL_JUDGE_BASE_URL / LMMS_SPATIAL_JUDGE_API_KEY, or set {ENV_MODEL}=none to score with the "
-            f"rule-based fallback.",
+            self._redact(
+                f"judge unavailable: {attempts} attempt(s) to reach {base_url} with model {self.config.model!r} "
+                f"failed (last error: {type(last).__name__}: {last}). Check that the server is up and "
+                f"LMMS_SPATIAL_JUDGE_BASE_URL / LMMS_SPATIAL_JUDGE_API_KEY, or set {ENV_MODEL}=none to score with "
+                f"the rule-based fallback."
+            ),
             base_url=base_url,
             model=self.config.model,
         )
         self._down = (time.monotonic(), error)
-        raise error from last
+        raise error from None  # the cause's text may hold the key; its redacted text is in the message
 
     def score_many(
         self, items: Iterable[Mapping[str, Any]], *, progress: bool | None = None, desc: str | None = None

@@ -160,7 +160,8 @@ class FakeJudgeServer:
 
             def _send_bytes(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                if "Content-Type" not in (headers or {}):
+                    self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 for name, value in (headers or {}).items():
                     self.send_header(name, value)

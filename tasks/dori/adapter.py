@@ -91,6 +91,19 @@ def _check_columns(dataset, needed: tuple[str, ...]) -> None:
         )
 
 
+def _check_question_types(dataset) -> None:
+    """Every row must belong to a question type: a misspelt ``task`` would land in no task, silently."""
+    seen: set[str] = set()
+    for doc_id, task, granularity in zip(dataset["id"], dataset["task"], dataset["granularity"], strict=True):
+        if task not in TASKS:
+            raise BadDocumentError(doc_id, "task", f"{task!r} is not one of {list(TASKS)}")
+        if granularity not in GRANULARITIES:
+            raise BadDocumentError(doc_id, "granularity", f"{granularity!r} is not one of {list(GRANULARITIES)}")
+        if doc_id in seen:
+            raise BadDocumentError(doc_id, "id", "duplicate id (option seeds and replay key questions by id)")
+        seen.add(doc_id)
+
+
 def _prepare_batch(ids, options_batch, answers, seed: str) -> dict[str, list]:
     out: dict[str, list] = {"options": [], "answer": [], "option_seed": []}
     for doc_id, options, answer in zip(ids, options_batch, answers, strict=True):
@@ -115,6 +128,7 @@ def docs_for(task: str, granularity: str):
 
     def process_docs(dataset):
         _check_columns(dataset, ("id", "task", "granularity", "question", "options", "answer"))
+        _check_question_types(dataset)
         rows = undecoded(dataset, "images").filter(
             lambda t, g: t == task and g == granularity,
             input_columns=["task", "granularity"],

@@ -36,7 +36,7 @@ from loguru import logger
 
 from lmms_spatial import run_options
 from lmms_spatial.data.erp_image import ResolutionCap, decode_erp
-from lmms_spatial.data.images import doc_id_of, require, undecoded
+from lmms_spatial.data.images import BadDocumentError, doc_id_of, require, undecoded
 from lmms_spatial.judge import FALLBACK_JUDGE, get_judge
 from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.metrics.extraction import LETTERS, Extraction, extract_choice, extract_yes_no
@@ -156,11 +156,44 @@ def doc_to_target_open(doc: dict) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+REQUIRED_COLUMNS = ("id", "image", "task", "question", "options", "answer", "answer_text")
+
+
+def validate_rows(dataset) -> None:
+    """Fail on a row that would be dropped or scored silently wrong, naming the document and field.
+
+    An unknown task name (it would land in no task), options that are not a list of texts
+    (a string would be read letter by letter), an answer that is not one of its options' letters
+    (or Yes/No for a question without options), an empty open-ended answer, a duplicate id.
+    """
+    for field in REQUIRED_COLUMNS:
+        if field not in dataset.column_names:
+            raise BadDocumentError("<every row>", field, f"missing column (columns: {sorted(dataset.column_names)})")
+    seen: set[str] = set()
+    columns = (dataset[name] for name in ("id", "task", "options", "answer", "answer_text"))
+    for doc_id, task, options, answer, answer_text in zip(*columns, strict=True):
+        try:
+            odi.normalise_task(task)
+        except ValueError as exc:
+            raise BadDocumentError(doc_id, "task", str(exc)) from None
+        if str(doc_id) in seen:
+            raise BadDocumentError(doc_id, "id", "duplicate id")
+        seen.add(str(doc_id))
+        if options is not None and not (isinstance(options, list) and all(isinstance(o, str) for o in options)):
+            raise BadDocumentError(doc_id, "options", f"expected a list of option texts, got {type(options).__name__}")
+        allowed = list(LETTERS[: len(options)]) if options else list(odi.YES_NO)
+        if not isinstance(answer, str) or answer.strip().capitalize() not in allowed and answer.strip() not in allowed:
+            raise BadDocumentError(doc_id, "answer", f"{answer!r} is not one of {allowed}")
+        if answer_text is None or not str(answer_text).strip():
+            raise BadDocumentError(doc_id, "answer_text", "empty (the open-ended ground truth)")
+
+
 def process_docs_for(task: str) -> Callable:
-    """``process_docs`` of one ODI task: its rows only, image column left undecoded."""
+    """``process_docs`` of one ODI task: rows checked (:func:`validate_rows`), its rows only, undecoded."""
     task = odi.normalise_task(task)
 
     def process_docs(dataset):
+        validate_rows(dataset)
         dataset = undecoded(dataset, "image")
         return dataset.filter(
             lambda names: [odi.normalise_task(n) == task for n in names],

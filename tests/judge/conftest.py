@@ -59,3 +59,20 @@ def make_config(server: FakeJudgeServer, cache_dir: Path) -> Callable[..., Judge
         return JudgeConfig(**values)
 
     return make
+
+
+@pytest.fixture
+def caplog_loguru():
+    """What loguru logs at WARNING and above during the test (``.text``)."""
+    from types import SimpleNamespace
+
+    from loguru import logger
+
+    captured = SimpleNamespace(text="")
+
+    def sink(message) -> None:
+        captured.text += str(message)
+
+    handler_id = logger.add(sink, level="WARNING")
+    yield captured
+    logger.remove(handler_id)

@@ -180,3 +180,23 @@ def test_demo_dataset_has_two_items_for_each_of_the_14_question_types(fixture_da
         counts[(task, gran)] = counts.get((task, gran), 0) + 1
     assert len(counts) == 14 and set(counts.values()) == {2}
     assert all("Cannot be determined" in options for options in ds["options"])
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"task": "VIEW_PARALLELISM "}, r"document 'q5', field 'task': 'VIEW_PARALLELISM ' is not one of"),
+        ({"granularity": "fine"}, r"document 'q5', field 'granularity': 'fine' is not one of"),
+    ],
+)
+def test_a_row_of_no_question_type_fails_instead_of_vanishing(row, message, monkeypatch):
+    monkeypatch.delenv(adapter.SEED_ENV, raising=False)
+    rows = [DOC, {**DOC, "id": "q5", **row}]
+    with pytest.raises(BadDocumentError, match=message):
+        adapter.docs_for("single_axis_rotation", "granular")(_dataset(rows))
+
+
+def test_duplicate_dori_ids_fail(monkeypatch):
+    monkeypatch.delenv(adapter.SEED_ENV, raising=False)
+    with pytest.raises(BadDocumentError, match=r"document 'q1', field 'id': duplicate id"):
+        adapter.docs_for("single_axis_rotation", "granular")(_dataset([DOC, DOC]))

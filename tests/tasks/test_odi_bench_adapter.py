@@ -271,3 +271,35 @@ def test_png_images_are_decoded_too():
         dict(YES_NO, image={"bytes": buffer.getvalue(), "path": None}), {"resize": "10x20"}
     )
     assert image.size == (20, 10) and image.mode == "RGB"
+
+
+def _rows_dataset(*rows):
+    keys = ("id", "task", "question", "options", "answer", "answer_text")
+    table = {k: [r[k] for r in rows] for k in keys}
+    table["image"] = [b"not decoded here"] * len(rows)
+    return datasets.Dataset.from_dict(table)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"options": "A. left B. right"}, r"document 'q1', field 'options': expected a list of option texts, got str"),
+        ({"answer": "E"}, r"document 'q1', field 'answer': 'E' is not one of \['A', 'B', 'C', 'D'\]"),
+        ({"task": "object attributes"}, r"document 'q1', field 'task': unknown ODI-Bench task"),
+        ({"answer_text": " "}, r"document 'q1', field 'answer_text': empty"),
+    ],
+)
+def test_odi_rows_that_would_score_silently_wrong_fail_naming_the_document(row, message):
+    with pytest.raises(adapter.BadDocumentError, match=message):
+        adapter.process_docs_for("relative_direction")(_rows_dataset({**MCQ, **row}))
+
+
+def test_an_integer_answer_fails_too():
+    table = {k: [v] for k, v in MCQ.items()} | {"answer": [3], "image": [b""]}
+    with pytest.raises(adapter.BadDocumentError, match=r"field 'answer': 3 is not one of"):
+        adapter.process_docs_for("relative_direction")(datasets.Dataset.from_dict(table))
+
+
+def test_a_yes_no_answer_needs_a_question_without_options():
+    with pytest.raises(adapter.BadDocumentError, match=r"document 'q2', field 'answer': 'Maybe'"):
+        adapter.process_docs_for("existence")(_rows_dataset(MCQ, {**YES_NO, "answer": "Maybe"}))
