@@ -54,10 +54,43 @@ def patch_task_manager(module) -> None:
     manager.initialize_tasks = initialize_tasks
 
 
+class _EncodableJson:
+    """The ``json`` module, except that ``dumps`` never returns text UTF-8 cannot encode.
+
+    lmms-eval writes samples with ``json.dumps(..., ensure_ascii=False)`` into a UTF-8 file: one
+    reply holding a lone surrogate (``"\\ud800"``, which models do emit) raises there and leaves an
+    empty samples file. Lone surrogates become JSON escapes instead, which read back to the same
+    string; every other text is unchanged.
+    """
+
+    def __getattr__(self, name: str):
+        import json
+
+        return getattr(json, name)
+
+    @staticmethod
+    def dumps(*args, **kwargs) -> str:
+        import json
+
+        text = json.dumps(*args, **kwargs)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return text
+
+
+def patch_sample_encoding(module) -> None:
+    """Make lmms-eval's evaluation tracker write every sample, lone surrogates included."""
+    if getattr(module, "json", None) is not None and not isinstance(module.json, _EncodableJson):
+        module.json = _EncodableJson()
+
+
 # module name -> patches run on it right after it is first executed. Each patch must be
 # idempotent and cheap; one that raises is reported and skipped, never breaks the import.
 PATCHES: dict[str, list] = {
     TARGET_MODULE: [patch_task_manager],
+    "lmms_eval.loggers.evaluation_tracker": [patch_sample_encoding],
 }
 
 

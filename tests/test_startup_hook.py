@@ -82,3 +82,19 @@ def test_accelerate_launch_finds_our_tasks(offline_env, tmp_path):
            "--tasks", "mmsi_vanilla", "--output_path", str(out)]  # fmt: skip
     proc = subprocess.run(cmd, env=offline_env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert list(out.rglob("*_results.json")), proc.stderr[-4000:]
+
+
+def test_samples_with_a_lone_surrogate_are_written_as_json_that_reads_back_the_same():
+    import json
+
+    from lmms_spatial._startup import _EncodableJson
+
+    text = _EncodableJson().dumps({"resps": "\ud800A", "ok": "é"}, ensure_ascii=False)
+    text.encode("utf-8")  # lmms-eval writes this into a UTF-8 file: it must encode
+    assert json.loads(text) == {"resps": "\ud800A", "ok": "é"}
+    assert "é" in text  # ordinary text is untouched
+
+
+def test_lmms_evals_evaluation_tracker_writes_samples_through_the_encodable_json(offline_env):
+    code = "import lmms_eval.loggers.evaluation_tracker as t; print(type(t.json).__name__)"
+    assert _python(code, offline_env) == "_EncodableJson"
