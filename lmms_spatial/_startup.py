@@ -86,11 +86,83 @@ def patch_sample_encoding(module) -> None:
         module.json = _EncodableJson()
 
 
+# --- a run whose task of ours failed exits non-zero -------------------------------------
+
+_FAILURES: list[str] = []  # one line per failed evaluation that involved our tasks
+
+
+def _our_task_names() -> set[str]:
+    """Task, group and tag names declared by our YAML files (a plain scan: no YAML parsing)."""
+    import re
+    from pathlib import Path
+
+    names: set[str] = set()
+    pattern = re.compile(r"^(?:task|group|tag):\s*([\w.-]+)\s*(?:#.*)?$", re.MULTILINE)
+    for path in Path(_our_tasks_dir()).rglob("*.yaml"):
+        names.update(pattern.findall(path.read_text(encoding="utf-8")))
+    return names
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The exception that explains ``exc``: through tenacity's ``RetryError`` and ``raise ... from``.
+
+    Our own one-line errors (data unavailable, a bad document) win over whatever wraps them.
+    """
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        attempt = getattr(current, "last_attempt", None)  # tenacity.RetryError
+        inner = attempt.exception() if attempt is not None and hasattr(attempt, "exception") else None
+        current = inner or current.__cause__ or current.__context__
+    ours = [e for e in chain if type(e).__module__.startswith("lmms_spatial")]
+    return ours[0] if ours else chain[-1]
+
+
+def _exit_if_one_of_ours_failed() -> None:
+    if _FAILURES:
+        sys.stdout.flush()
+        for line in _FAILURES:
+            print(line, file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def patch_exit_code(module) -> None:
+    """lmms-eval 0.7.3 logs an evaluation that raised and exits 0: when the run asked for one of
+    our tasks, print the cause in one line at exit and exit 1 instead. Runs with no task of ours
+    keep lmms-eval's behaviour."""
+    original = getattr(module, "simple_evaluate", None)
+    if original is None or getattr(original, "_lmms_spatial", False):
+        return
+    import atexit
+    import functools
+
+    @functools.wraps(original)
+    def simple_evaluate(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        except Exception as exc:
+            tasks = kwargs.get("tasks", args[3] if len(args) > 3 else None) or []
+            requested = {t for t in (tasks if isinstance(tasks, (list, tuple)) else [tasks]) if isinstance(t, str)}
+            ours = sorted(requested & _our_task_names())
+            if ours:
+                cause = root_cause(exc)
+                first = (str(cause).strip().splitlines() or [""])[0]
+                _FAILURES.append(f"lmms-spatial: {', '.join(ours)} failed: {type(cause).__name__}: {first}")
+            raise
+
+    simple_evaluate._lmms_spatial = True
+    module.simple_evaluate = simple_evaluate
+    atexit.register(_exit_if_one_of_ours_failed)  # registered early: runs after lmms-eval's own handlers
+
+
 # module name -> patches run on it right after it is first executed. Each patch must be
 # idempotent and cheap; one that raises is reported and skipped, never breaks the import.
 PATCHES: dict[str, list] = {
     TARGET_MODULE: [patch_task_manager],
     "lmms_eval.loggers.evaluation_tracker": [patch_sample_encoding],
+    "lmms_eval.evaluator": [patch_exit_code],
 }
 
 

@@ -39,6 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.safe_files import (
+    UnsafeFileError,
+    parse_csv,
+    parse_json,
+    read_image_bytes,
+    read_text,
+    resolve_inside,
+)
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
 from lmms_spatial.metrics.extraction import LETTERS
 
@@ -212,9 +220,12 @@ def _image(value: Any, base_dirs: list[Path]) -> dict[str, Any]:
     if not isinstance(path, str) or not path.strip():
         raise RowError("images", f"unsupported image value {str(value)[:60]!r}")
     for base in base_dirs:
-        candidate = (base / path).resolve()
-        if candidate.is_file():
-            return {"bytes": candidate.read_bytes(), "path": None}
+        try:
+            candidate = resolve_inside(base, path)
+            if candidate.is_file():
+                return {"bytes": read_image_bytes(candidate), "path": None}
+        except UnsafeFileError as exc:
+            raise RowError("images", str(exc)) from None
     raise RowError("images", f"image file {path!r} not found under {[str(b) for b in base_dirs]}")
 
 
@@ -278,25 +289,25 @@ def convert_row(row: Mapping[str, Any], *, base_dirs: list[Path], default_id: st
 
 
 def _read_rows(path: Path) -> Iterator[Mapping[str, Any]]:
-    if path.suffix == ".jsonl":
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
+    """Rows of one question file; a file that is not valid UTF-8 JSON / CSV stops with one line."""
+    try:
+        if path.suffix == ".jsonl":
+            for n, line in enumerate(read_text(path).splitlines(), 1):
                 if line.strip():
-                    yield json.loads(line)
-    elif path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(data, Mapping):
-            data = data.get("data") or data.get("questions") or []
-        yield from (r for r in data if isinstance(r, Mapping))
-    elif path.suffix == ".csv":
-        import csv
+                    yield parse_json(line, f"{path}:{n}")
+        elif path.suffix == ".json":
+            data = parse_json(read_text(path), str(path))
+            if isinstance(data, Mapping):
+                data = data.get("data") or data.get("questions") or []
+            yield from (r for r in data if isinstance(r, Mapping))
+        elif path.suffix == ".csv":
+            yield from parse_csv(read_text(path), str(path))
+        elif path.suffix == ".parquet":
+            import pyarrow.parquet as pq
 
-        with open(path, encoding="utf-8", newline="") as fh:
-            yield from csv.DictReader(fh)
-    elif path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        yield from pq.read_table(path).to_pylist()
+            yield from pq.read_table(path).to_pylist()
+    except UnsafeFileError as exc:
+        raise SystemExit(f"convert_dori: {exc}") from None
 
 
 def question_files(src: Path) -> list[Path]:

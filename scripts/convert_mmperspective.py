@@ -15,13 +15,20 @@ message naming the record and the field (or the missing image file).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from lmms_spatial.data.images import BadDocumentError
+from lmms_spatial.data.safe_files import (
+    UnsafeFileError,
+    parse_csv,
+    parse_json,
+    read_image_bytes,
+    read_text,
+    resolve_inside,
+)
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.tasks.mmperspective.schema import COLUMNS, check_rows, features
 
@@ -35,13 +42,17 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     if not path.is_file():
         raise ConversionError(f"question file {str(path)!r} does not exist")
-    text = path.read_text(encoding="utf-8")
-    if suffix == ".csv":
-        return [dict(row) for row in csv.DictReader(text.splitlines())]
-    if suffix == ".jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    try:
+        text = read_text(path)
+        if suffix == ".csv":
+            return parse_csv(text, str(path))
+        if suffix == ".jsonl":
+            lines = enumerate(text.splitlines(), 1)
+            return [parse_json(line, f"{path}:{n}") for n, line in lines if line.strip()]
+        data = parse_json(text, str(path)) if suffix == ".json" else None
+    except UnsafeFileError as exc:
+        raise ConversionError(str(exc)) from None
     if suffix == ".json":
-        data = json.loads(text)
         if isinstance(data, dict) and "questions" in data:
             data = data["questions"]
         if not isinstance(data, list):
@@ -89,10 +100,13 @@ def normalise_record(record: dict[str, Any], index: int, images_dir: Path) -> di
         answer = LETTERS[options.index(answer)]
     images = []
     for rel in _split_list(paths):
-        file = images_dir / rel
-        if not file.is_file():
-            raise ConversionError(f"{where}: field 'images': image file {str(file)!r} not found")
-        images.append({"bytes": file.read_bytes(), "path": None})
+        try:
+            file = resolve_inside(images_dir, rel)
+            if not file.is_file():
+                raise ConversionError(f"{where}: field 'images': image file {str(file)!r} not found")
+            images.append({"bytes": read_image_bytes(file), "path": None})
+        except UnsafeFileError as exc:
+            raise ConversionError(f"{where}: field 'images': {exc}") from None
     group = record.get("robust_group")
     perturbation = record.get("perturbation")
     return {

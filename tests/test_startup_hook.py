@@ -98,3 +98,54 @@ def test_samples_with_a_lone_surrogate_are_written_as_json_that_reads_back_the_s
 def test_lmms_evals_evaluation_tracker_writes_samples_through_the_encodable_json(offline_env):
     code = "import lmms_eval.loggers.evaluation_tracker as t; print(type(t.json).__name__)"
     assert _python(code, offline_env) == "_EncodableJson"
+
+
+def _lmms_eval_run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("lmms-eval")
+    cmd = [str(exe), *args, "--output_path", str(cwd / "out")]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+@pytest.mark.slow
+def test_a_run_of_ours_without_data_exits_1_with_one_line_naming_the_fix(offline_env, tmp_path):
+    env = {k: v for k, v in offline_env.items() if k != "LMMS_SPATIAL_MMSI_PATH"}
+    proc = _lmms_eval_run(["--model", "random_choice", "--tasks", "mmsi_vanilla", "--limit", "1"], env, tmp_path)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("lmms-spatial: mmsi_vanilla failed: DataUnavailable: mmsi: offline")
+    assert "LMMS_SPATIAL_MMSI_PATH" in last
+
+
+@pytest.mark.slow
+def test_a_bad_row_of_ours_exits_1_naming_the_document(offline_env, tmp_path):
+    import datasets
+
+    rows = {"id": [1], "images": [[]], "question": ["Q?\nOptions: A: x, B: y"], "answer": ["E"],
+            "question_type": ["MSR"]}  # fmt: skip
+    datasets.Dataset.from_dict(rows).to_parquet(str(tmp_path / "bad.parquet"))
+    env = {**offline_env, "LMMS_SPATIAL_MMSI_PATH": str(tmp_path / "bad.parquet")}
+    proc = _lmms_eval_run(["--model", "random_choice", "--tasks", "mmsi_vanilla"], env, tmp_path)
+    assert proc.returncode == 1
+    assert "BadDocumentError: document 1, field 'answer': 'E' is not one of" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_the_root_cause_is_found_through_tenacity_and_exception_chains():
+    import tenacity
+
+    from lmms_spatial._startup import root_cause
+    from lmms_spatial.data.images import BadDocumentError
+
+    bad = BadDocumentError("q1", "answer", "E is not an option")
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(2), wait=tenacity.wait_none())
+    def load():
+        try:
+            raise bad
+        except BadDocumentError as exc:
+            raise RuntimeError("dataset processing failed") from exc
+
+    with pytest.raises(tenacity.RetryError) as caught:
+        load()
+    assert root_cause(caught.value) is bad
+    plain = ValueError("x")
+    assert root_cause(plain) is plain

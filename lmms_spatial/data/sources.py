@@ -24,16 +24,42 @@ class Benchmark:
     key: str
     hub_id: str
     env_var: str
+    # the Hub release is already the layout the tasks read (else it must be converted first)
+    hub_is_normalised: bool = True
+    converter: str = ""
+
+
+class DataUnavailable(RuntimeError):
+    """A benchmark's data cannot be read as configured; the message is one line naming the fix."""
 
 
 BENCHMARKS: dict[str, Benchmark] = {
     b.key: b
     for b in (
         Benchmark("mmsi", "RunsenXu/MMSI-Bench", "LMMS_SPATIAL_MMSI_PATH"),
-        Benchmark("dori", "appledora/DORI-Benchmark", "LMMS_SPATIAL_DORI_PATH"),
-        Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH"),  # no public data yet: local copy only
-        Benchmark("odi_bench", "LiuYang66/ODI-Bench", "LMMS_SPATIAL_ODI_PATH"),
-        Benchmark("osr_bench", "UUUserna/OSR-Bench", "LMMS_SPATIAL_OSR_PATH"),
+        Benchmark(
+            "dori",
+            "appledora/DORI-Benchmark",
+            "LMMS_SPATIAL_DORI_PATH",
+            converter="convert_dori.py",
+            hub_is_normalised=False,
+        ),
+        # no public data yet: local copy only
+        Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", converter="convert_mmperspective.py"),
+        Benchmark(
+            "odi_bench",
+            "LiuYang66/ODI-Bench",
+            "LMMS_SPATIAL_ODI_PATH",
+            converter="convert_odi_bench.py",
+            hub_is_normalised=False,
+        ),
+        Benchmark(
+            "osr_bench",
+            "UUUserna/OSR-Bench",
+            "LMMS_SPATIAL_OSR_PATH",
+            converter="convert_osr_bench.py",
+            hub_is_normalised=False,
+        ),
     )
 }
 
@@ -47,20 +73,61 @@ class DatasetSource:
     local: bool = False
 
 
+def _offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in {"1", "true", "yes", "on"} for v in _OFFLINE_VARS)
+
+
+_OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    """Whether a snapshot of the dataset ``repo_id`` is in the Hugging Face cache (no network)."""
+    from huggingface_hub import constants
+
+    folder = Path(constants.HF_HUB_CACHE) / f"datasets--{repo_id.replace('/', '--')}" / "snapshots"
+    datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE", Path(constants.HF_HOME) / "datasets"))
+    prepared = datasets_cache / repo_id.replace("/", "___").lower()
+    return (folder.is_dir() and any(folder.iterdir())) or prepared.is_dir()
+
+
+def hub_source(bench: Benchmark) -> DatasetSource:
+    """The Hub release, when the tasks can read it; otherwise :class:`DataUnavailable` at once.
+
+    Checked before lmms-eval starts its download (and its retries): a release the tasks cannot
+    read as published, or a Hub that cannot be reached offline, fails in one line naming the fix.
+    """
+    convert = (
+        f"convert a local copy (python scripts/{bench.converter} ... from a source checkout of lmms-spatial) "
+        f"and set {bench.env_var} to the output"
+    )
+    if not bench.hub_id:
+        raise DataUnavailable(f"{bench.key}: no public release on the Hugging Face Hub; {convert}")
+    if not bench.hub_is_normalised:
+        raise DataUnavailable(
+            f"{bench.key}: the Hub release {bench.hub_id} is not in the layout the tasks read; {convert}"
+        )
+    if _offline() and not _in_hub_cache(bench.hub_id):
+        raise DataUnavailable(
+            f"{bench.key}: offline ({'/'.join(_OFFLINE_VARS)}) and {bench.hub_id} is not in the Hugging Face cache; "
+            f"download it once with network access, or set {bench.env_var} to a local copy"
+        )
+    return DatasetSource(bench.hub_id)
+
+
 def dataset_source(key: str) -> DatasetSource:
-    """Resolve a benchmark's data location now (Hub id unless its env var is set)."""
+    """Resolve a benchmark's data location now (its env var, else the Hub release if usable)."""
     if key not in BENCHMARKS:  # declared by its demo module (lmms-spatial new-task): registered on import
         import lmms_spatial.data.demo  # noqa: F401
     bench = BENCHMARKS[key]
     local = os.environ.get(bench.env_var, "").strip()
     if not local:
-        return DatasetSource(bench.hub_id)
+        return hub_source(bench)
     path = Path(local).expanduser()
     if not path.exists():
-        raise FileNotFoundError(f"{bench.env_var}={local!r}: no such file or directory")
+        raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or directory")
     if path.is_dir():
         return DatasetSource(str(path.resolve()), {}, local=True)
     builder = _BUILDERS.get(path.suffix.lower())
     if builder is None:
-        raise ValueError(f"{bench.env_var}={local!r}: expected a folder or one of {sorted(_BUILDERS)}")
+        raise DataUnavailable(f"{bench.env_var}={local!r}: expected a folder or one of {sorted(_BUILDERS)}")
     return DatasetSource(builder, {"data_files": {"test": str(path.resolve())}}, local=True)

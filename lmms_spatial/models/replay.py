@@ -16,7 +16,11 @@ The answers must meet the questions they were given to. Run options recorded in 
 records (:mod:`lmms_spatial.run_options`, e.g. DORI's option seed) are restored before the
 tasks are built, and an environment that contradicts them fails the run. Each request's
 prompt is compared with the logged ``input``: a difference (changed data, option order or
-prompt template) fails the run unless ``prompt_check=warn`` (or ``off``).
+prompt template) fails the run unless ``prompt_check=warn`` (or ``off``). A sample logged
+without its prompt is matched on the document id its score record carries (every task of ours
+logs it) against the id of the document now at that doc_id; a sample with neither cannot be
+checked and fails the run the same way (``doc_id`` alone is only a position: shifted or
+filtered data would pair answers with other questions).
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ class LoggedSamples:
 
     responses: dict[tuple[str, int], str] = field(default_factory=dict)
     prompts: dict[tuple[str, int], str] = field(default_factory=dict)  # the logged ``input``
+    doc_keys: dict[tuple[str, int], str] = field(default_factory=dict)  # document ``id`` in the score record
     run_options: dict[str, dict[str, str]] = field(default_factory=dict)  # {task: options its records carry}
 
 
@@ -108,6 +113,8 @@ def load_samples(files: dict[str, Path]) -> LoggedSamples:
                     logged.prompts[(task, doc_id)] = sample["input"]
                 for value in sample.values():  # stage outputs (e.g. OSR maps) logged with the score
                     stages.restore_from_record(value)
+                    if isinstance(value, dict) and value.get("id") is not None:
+                        logged.doc_keys.setdefault((task, doc_id), str(value["id"]))
                     if isinstance(value, dict) and (options := run_options.from_record(value)) is not None:
                         options_seen.setdefault(run_options.describe(options), [options, line_no])
         if len(options_seen) > 1:
@@ -138,7 +145,7 @@ class Replay(TextOnlyModel):
         self.prompt_check = prompt_check
         self.files = find_samples_files(str(samples))
         logged = load_samples(self.files)
-        self.responses, self.prompts = logged.responses, logged.prompts
+        self.responses, self.prompts, self.doc_keys = logged.responses, logged.prompts, logged.doc_keys
         # before lmms-eval builds the tasks (it creates the model first): documents and prompts
         # must be the ones the answers were generated for
         for name, value in run_options.restore(logged.run_options).items():
@@ -148,9 +155,53 @@ class Replay(TextOnlyModel):
     def _lookup(self, requests: Iterable) -> list[str | tuple[str, int]]:
         return [self.responses.get((r.task_name, int(r.doc_id)), (r.task_name, int(r.doc_id))) for r in requests]
 
+    def _current_doc_key(self, request) -> str | None:
+        """The ``id`` of the document the request is about now (lmms-eval's ``task_dict``), if any."""
+        split = request.args[-1] if request.args and isinstance(request.args[-1], str) else None
+        try:
+            doc = self.task_dict[request.task_name][split][int(request.doc_id)]
+        except (AttributeError, KeyError, IndexError, TypeError):
+            return None
+        value = doc.get("id") if isinstance(doc, dict) else None
+        return None if value is None else str(value)
+
+    def _check_documents(self, requests: list) -> None:
+        """Samples logged without a prompt: the logged document id must be the current one."""
+        moved, unknown = [], []
+        for r in requests:
+            key = (r.task_name, int(r.doc_id))
+            if key in self.prompts:
+                continue
+            logged, current = self.doc_keys.get(key), self._current_doc_key(r)
+            if logged is None or current is None:
+                unknown.append(key)
+            elif logged != current:
+                moved.append((*key, logged, current))
+        if moved:
+            task, doc_id, logged, current = moved[0]
+            message = (
+                f"replay: {len(moved)} of {len(requests)} logged answers belong to other documents, e.g. {task} "
+                f"doc_id {doc_id} was answered for document {logged!r} but is now document {current!r} (data "
+                "changed or shifted). prompt_check=warn scores them anyway."
+            )
+            if self.prompt_check == "error":
+                raise PromptMismatchError(message)
+            logger.warning(message)
+        if unknown:
+            task, doc_id = unknown[0]
+            message = (
+                f"replay: {len(unknown)} of {len(requests)} samples carry neither their prompt ('input') nor a "
+                f"document id to check that they answer the current documents, e.g. {task} doc_id {doc_id}. "
+                "prompt_check=warn scores them anyway, by position alone."
+            )
+            if self.prompt_check == "error":
+                raise PromptMismatchError(message)
+            logger.warning(message)
+
     def _check_prompts(self, requests: list) -> None:
         if self.prompt_check == "off":
             return
+        self._check_documents(requests)
         changed = []
         for r in requests:
             logged = self.prompts.get((r.task_name, int(r.doc_id)))

@@ -7,7 +7,7 @@ from PIL import Image
 
 from lmms_spatial.data.answer_space import answer_space
 from lmms_spatial.data.images import BadDocumentError, load_image, load_images, require
-from lmms_spatial.data.sources import dataset_source
+from lmms_spatial.data.sources import DataUnavailable, dataset_source
 
 
 def test_hub_id_is_used_when_the_env_var_is_unset(monkeypatch):
@@ -32,8 +32,37 @@ def test_a_single_parquet_file_becomes_the_test_split(monkeypatch, tmp_path):
 
 def test_a_missing_local_path_fails_naming_the_variable(monkeypatch, tmp_path):
     monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path / "nope"))
-    with pytest.raises(FileNotFoundError, match="LMMS_SPATIAL_MMSI_PATH"):
+    with pytest.raises(DataUnavailable, match="LMMS_SPATIAL_MMSI_PATH"):
         dataset_source("mmsi")
+
+
+@pytest.mark.parametrize(
+    ("key", "variable", "converter"),
+    [("dori", "LMMS_SPATIAL_DORI_PATH", "convert_dori.py"),
+     ("odi_bench", "LMMS_SPATIAL_ODI_PATH", "convert_odi_bench.py"),
+     ("osr_bench", "LMMS_SPATIAL_OSR_PATH", "convert_osr_bench.py"),
+     ("mmperspective", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", "convert_mmperspective.py")],
+)  # fmt: skip
+def test_a_release_the_tasks_cannot_read_fails_at_once_naming_the_variable_and_converter(
+    monkeypatch, key, variable, converter
+):
+    monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(DataUnavailable) as caught:
+        dataset_source(key)
+    message = str(caught.value)
+    assert variable in message and converter in message and "\n" not in message
+
+
+def test_offline_without_the_dataset_in_the_cache_fails_at_once(monkeypatch, tmp_path):
+    monkeypatch.delenv("LMMS_SPATIAL_MMSI_PATH", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr("huggingface_hub.constants.HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
+    with pytest.raises(DataUnavailable, match="offline .* RunsenXu/MMSI-Bench is not in the Hugging Face cache"):
+        dataset_source("mmsi")
+    (tmp_path / "hub" / "datasets--RunsenXu--MMSI-Bench" / "snapshots" / "abc123").mkdir(parents=True)
+    assert dataset_source("mmsi").path == "RunsenXu/MMSI-Bench"  # a copied cache is enough
 
 
 def _png(colour=(10, 20, 30)) -> bytes:

@@ -77,7 +77,13 @@ def test_replay_in_both_settings_gives_the_table_2_and_3_layout(lmms_eval, docs_
             "LMMS_SPATIAL_JUDGE_CACHE": str(tmp_path / "judge-cache"),
         }
         run = lmms_eval(
-            "--model", "replay", "--model_args", f"samples={samples}", "--tasks", "odi_bench", env=judge_env
+            "--model",
+            "replay",
+            "--model_args",
+            f"samples={samples},prompt_check=warn",
+            "--tasks",
+            "odi_bench",
+            env=judge_env,
         )
 
     sizes = {t: len(d) for t, d in docs_by_task.items()}

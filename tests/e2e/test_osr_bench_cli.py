@@ -55,7 +55,7 @@ def test_replayed_answers_score_maps_questions_and_negative_sampling_exactly(lmm
     )
 
     tasks = "osr_cogmap_standard,osr_qa_standard_vanilla,osr_qa_negative_think"
-    run = lmms_eval("--model", "replay", "--model_args", f"samples={samples}", "--tasks", tasks)
+    run = lmms_eval("--model", "replay", "--model_args", f"samples={samples},prompt_check=warn", "--tasks", tasks)
 
     assert run.metric("osr_cogmap_standard", "cogmap_f1") == 0.5
     assert run.metric("osr_cogmap_standard", "format_success_rate") == 0.5
@@ -88,7 +88,7 @@ def test_negative_sampling_is_judged_by_the_llm_evaluator_next_to_the_rules(lmms
     _write_samples(tmp_path / "samples", "osr_qa_negative_vanilla", answers)
     with FakeJudgeServer(osr_reply) as server:  # score 1 iff the answer equals the ground truth
         run = lmms_eval(
-            "--model", "replay", "--model_args", f"samples={tmp_path / 'samples'}",
+            "--model", "replay", "--model_args", f"samples={tmp_path / 'samples'},prompt_check=warn",
             "--tasks", "osr_qa_negative_vanilla",
             env={
                 "LMMS_SPATIAL_JUDGE": "fake-judge",

@@ -97,3 +97,38 @@ def test_a_samples_file_whose_records_disagree_on_run_options_fails(tmp_path):
     f = _write(tmp_path / "20260101_000000_samples_dori_x.jsonl", rows)
     with pytest.raises(RunOptionsConflict, match="mixes run options"):
         load_responses(find_samples_files(str(f)))
+
+
+def _replay_without_prompts(tmp_path, records, **model_args):
+    from lmms_spatial.models.replay import Replay
+
+    _write(tmp_path / "20260101_000000_samples_t.jsonl", records)
+    return Replay(samples=str(tmp_path), **model_args)
+
+
+# logged without ``input``: answers 0..3 were given to documents q0..q3
+LOGGED = [{"doc_id": i, "resps": [["ABCD"[i]]], "accuracy": {"id": f"q{i}", "score": 1.0}} for i in range(4)]
+
+
+def test_without_a_logged_prompt_the_document_id_in_the_record_must_match_the_current_document(tmp_path):
+    replay = _replay_without_prompts(tmp_path, LOGGED)
+    replay.task_dict = {"t": {"test": [{"id": f"q{i}"} for i in range(4)]}}
+    assert replay.generate_until([_request("t", i, "?") for i in range(4)]) == ["A", "B", "C", "D"]
+
+
+def test_shifted_documents_are_refused_instead_of_scoring_answers_against_other_questions(tmp_path):
+    from lmms_spatial.models.replay import PromptMismatchError
+
+    replay = _replay_without_prompts(tmp_path, LOGGED)
+    replay.task_dict = {"t": {"test": [{"id": f"q{i + 1}"} for i in range(4)]}}  # one document dropped in front
+    with pytest.raises(PromptMismatchError, match=r"4 of 4 logged answers belong to other documents.*'q0'.*'q1'"):
+        replay.generate_until([_request("t", i, "?") for i in range(4)])
+
+
+def test_a_sample_with_neither_prompt_nor_document_id_is_refused_unless_warned(tmp_path):
+    from lmms_spatial.models.replay import PromptMismatchError
+
+    bare = [{"doc_id": 0, "resps": [["A"]]}]
+    with pytest.raises(PromptMismatchError, match="neither their prompt"):
+        _replay_without_prompts(tmp_path, bare).generate_until([_request("t", 0, "?")])
+    assert _replay_without_prompts(tmp_path, bare, prompt_check="warn").generate_until([_request("t", 0, "?")]) == ["A"]

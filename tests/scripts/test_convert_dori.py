@@ -148,3 +148,18 @@ def test_a_missing_image_file_is_named(release, tmp_path):
     (release / "zz.jsonl").write_text(json.dumps(row) + "\n")
     (reject,) = convert_dori.convert(release, tmp_path / "out").rejects
     assert reject.startswith("zz.jsonl row 0: field 'images': image file 'images/nope.png' not found")
+
+
+def test_an_image_path_leaving_the_release_folder_is_refused_not_embedded(release, tmp_path):
+    (tmp_path / "secret.txt").write_text("do not embed me")
+    row = {"id": "z", "task": "Q1", "granularity": "coarse", "question": "q", "options": ["a", "b", "c"],
+           "answer": "A", "image": "../secret.txt"}  # fmt: skip
+    (release / "zz.jsonl").write_text(json.dumps(row) + "\n")
+    (reject,) = convert_dori.convert(release, tmp_path / "out").rejects
+    assert reject.startswith("zz.jsonl row 0: field 'images': '../secret.txt' points outside the input folder")
+
+
+def test_a_question_file_that_is_not_json_stops_with_one_line(release, tmp_path):
+    (release / "zz.jsonl").write_text('{"id": "z", "task": ')
+    with pytest.raises(SystemExit, match=r"convert_dori: .*zz.jsonl:1: not valid JSON"):
+        convert_dori.convert(release, tmp_path / "out")

@@ -101,3 +101,38 @@ def test_an_answer_outside_the_options_is_rejected_naming_the_document(images, t
 def test_the_command_line_reports_errors_without_a_traceback(images, tmp_path, capsys):
     rc = convert_mmperspective.main(["--images", str(images), "--questions", str(tmp_path / "none.json"), "--out", "x"])
     assert rc == 1 and "question file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("image", "message"),
+    [
+        ("../../outside/secret.txt", "points outside the input folder"),
+        ("/etc/hostname", "is an absolute path"),
+        ("notes.txt", "is not a readable image"),
+    ],
+)
+def test_image_paths_outside_the_folder_or_non_images_are_refused(images, tmp_path, image, message):
+    outside = tmp_path.parent / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "secret.txt").write_text("do not embed me")
+    (images / "notes.txt").write_text("not an image")
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([{**QUESTIONS[0], "image": image}]))
+    with pytest.raises(convert_mmperspective.ConversionError, match=f"record 1 .*field 'images': .*{message}"):
+        convert_mmperspective.convert(images, questions, tmp_path / "out")
+    assert not (tmp_path / "out" / "test.parquet").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("q.json", b'[{"id": "q1",', r"q.json: not valid JSON \(Expecting"),
+        ("q.jsonl", b'{"id": "q1"}\n{"id": ', r"q.jsonl:2: not valid JSON"),
+        ("q.csv", b"id,question\n\xff\xfe,q\n", r"q.csv: not UTF-8 text \(byte 12"),
+    ],
+)
+def test_a_malformed_question_file_is_one_line_naming_it(images, tmp_path, name, content, message):
+    questions = tmp_path / name
+    questions.write_bytes(content)
+    with pytest.raises(convert_mmperspective.ConversionError, match=message):
+        convert_mmperspective.convert(images, questions, tmp_path / "out")
