@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.metrics.odi_bench import TASKS, normalise_task
 
@@ -159,6 +160,8 @@ class ImageIndex:
             raise _RowError("image", "empty")
         for base in (self.root, qa_file.parent):
             candidate = (base / text).resolve()
+            if not candidate.is_relative_to(self.root.resolve()):  # "../x", "/abs", links out: never read
+                raise _RowError("image", f"{text!r} points outside the input folder {str(self.root)!r}")
             if candidate.is_file():
                 return candidate
         name = Path(text).name.lower()
@@ -408,7 +411,9 @@ def write_parquet(
                 group = chunk[start : start + row_group]
                 columns = {
                     "id": [r["id"] for r in group],
-                    "image": [{"bytes": r["_image_path"].read_bytes(), "path": r["_image_path"].name} for r in group],
+                    "image": [
+                        {"bytes": read_image_bytes(r["_image_path"]), "path": r["_image_path"].name} for r in group
+                    ],
                     "task": [r["task"] for r in group],
                     "question": [r["question"] for r in group],
                     "options": [r["options"] for r in group],
@@ -444,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         result = convert(
             args.source, args.out, qa_dir=args.qa_dir, skip_bad=args.skip_bad, rows_per_shard=args.rows_per_shard
         )
-    except (ConversionError, FileNotFoundError) as exc:
+    except (ConversionError, FileNotFoundError, UnsafeFileError) as exc:
         print(f"convert_odi_bench: {exc}", file=sys.stderr)
         return 1
     counts = {t: sum(r["task"] == t for r in result.rows) for t in TASKS}

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes, resolve_inside
 from lmms_spatial.metrics.osr_bench import GRID, SKILLS
 
 CONFIG_FILES = {"standard": "qa.csv", "negative": "qa_with_negative.csv"}
@@ -114,7 +115,10 @@ def convert_config(src: Path, config: str, out_dir: Path, report: Report, *, ski
                 raise RowError(f"unknown skill {row['skills_tested']!r} (known: {SKILLS})")
             if row["image_id"] not in maps:
                 raise RowError("no valid turn-0 cognitive map for this image")
-            image = src / row["image_id"]
+            try:
+                image = resolve_inside(src, row["image_id"])
+            except UnsafeFileError as exc:
+                raise RowError(f"image {exc}") from None
             if not image.is_file():
                 raise RowError(f"image {row['image_id']} not found")
         except RowError as exc:
@@ -142,7 +146,7 @@ def convert_config(src: Path, config: str, out_dir: Path, report: Report, *, ski
     folder.mkdir(parents=True, exist_ok=True)
     for n, start in enumerate(range(0, len(good), shard_size)):
         shard = [
-            {**r, "image": {"bytes": Path(r["image"]).read_bytes(), "path": None}}
+            {**r, "image": {"bytes": read_image_bytes(Path(r["image"])), "path": None}}
             for r in good[start : start + shard_size]
         ]
         datasets.Dataset.from_list(shard, features=OSR_FEATURES).to_parquet(str(folder / f"test-{n:05d}.parquet"))
@@ -163,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-bad", action="store_true", help="write the rows that convert; list the others")
     parser.add_argument("--shard-size", type=int, default=2000, help="questions per parquet file")
     args = parser.parse_args(argv)
-    report = convert(args.src, args.out, skip_bad=args.skip_bad, shard_size=args.shard_size)
+    try:
+        report = convert(args.src, args.out, skip_bad=args.skip_bad, shard_size=args.shard_size)
+    except UnsafeFileError as exc:  # an image file that is not an image
+        print(f"convert_osr_bench: {exc}", file=sys.stderr)
+        return 1
     for line in report.rejects[:50]:
         print(f"REJECT {line}", file=sys.stderr)
     if len(report.rejects) > 50:

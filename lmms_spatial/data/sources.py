@@ -126,6 +126,10 @@ def dataset_source(key: str) -> DatasetSource:
     if not path.exists():
         raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or directory")
     if path.is_dir():
+        if not any(f.suffix.lower() in _BUILDERS for f in path.rglob("*") if f.is_file()):
+            raise DataUnavailable(
+                f"{bench.env_var}={local!r}: the folder holds no data files ({', '.join(sorted(_BUILDERS))})"
+            )
         return DatasetSource(str(path.resolve()), {}, local=True)
     builder = _BUILDERS.get(path.suffix.lower())
     if builder is None:

@@ -11,12 +11,15 @@ from lmms_spatial.data.sources import DataUnavailable, dataset_source
 
 
 def test_hub_id_is_used_when_the_env_var_is_unset(monkeypatch):
-    monkeypatch.delenv("LMMS_SPATIAL_MMSI_PATH", raising=False)
+    for name in ("LMMS_SPATIAL_MMSI_PATH", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
     source = dataset_source("mmsi")
     assert (source.path, source.kwargs, source.local) == ("RunsenXu/MMSI-Bench", {}, False)
 
 
 def test_a_local_folder_is_loaded_as_is(monkeypatch, tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "test-00000.parquet").write_bytes(b"")
     monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path))
     assert dataset_source("mmsi").path == str(tmp_path.resolve())
 
@@ -51,6 +54,13 @@ def test_a_release_the_tasks_cannot_read_fails_at_once_naming_the_variable_and_c
         dataset_source(key)
     message = str(caught.value)
     assert variable in message and converter in message and "\n" not in message
+
+
+def test_an_empty_local_folder_fails_naming_the_variable(monkeypatch, tmp_path):
+    (tmp_path / "README.md").write_text("no data here")
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path))
+    with pytest.raises(DataUnavailable, match=r"LMMS_SPATIAL_MMSI_PATH=.*: the folder holds no data files"):
+        dataset_source("mmsi")
 
 
 def test_offline_without_the_dataset_in_the_cache_fails_at_once(monkeypatch, tmp_path):

@@ -101,3 +101,16 @@ def test_missing_csv_columns_stop_the_conversion_naming_them(release, tmp_path):
     (release / "qa.csv").write_text("image_id,question\nx,y\n")
     with pytest.raises(SystemExit, match=r"lacks columns \['turn_id', 'answer', 'skills_tested'\]"):
         convert_osr.convert(release, tmp_path / "out")
+
+
+def test_an_image_id_leaving_the_release_folder_is_rejected_not_read(release, tmp_path):
+    outside = tmp_path / "outside" / "scene-9"
+    outside.mkdir(parents=True)
+    Image.new("RGB", (16, 8), "red").save(outside / "rgb.png")
+    rows = _scene_rows("scene-1", json.dumps(GRID))
+    for row in rows:
+        row["image_id"] = "../outside/scene-9/rgb.png"
+    _csv(release / "qa.csv", rows)
+    report = convert_osr.convert(release, tmp_path / "out")
+    assert any("points outside the input folder" in r for r in report.rejects), report.rejects
+    assert not (tmp_path / "out" / "standard").exists()
