@@ -30,10 +30,21 @@ def _our_tasks_dir() -> str:
     return os.path.dirname(os.path.abspath(tasks_pkg.__file__))
 
 
+INCLUDE_PATH_HINT = 'pass --include_path "$(lmms-spatial tasks-dir)" to lmms-eval'
+
+
 def patch_task_manager(module) -> None:
     """Wrap ``module.TaskManager.initialize_tasks`` once to add our task directory."""
     manager = getattr(module, "TaskManager", None)
-    if manager is None or getattr(manager.initialize_tasks, "_lmms_spatial", False):
+    initialize = getattr(manager, "initialize_tasks", None)
+    if manager is None or initialize is None:  # an lmms-eval whose internals changed: say how to go on
+        print(
+            f"lmms-spatial: this lmms-eval has no TaskManager.initialize_tasks, so our tasks are not added "
+            f"automatically; {INCLUDE_PATH_HINT}",
+            file=sys.stderr,
+        )
+        return
+    if getattr(initialize, "_lmms_spatial", False):
         return
     original = manager.initialize_tasks
 
@@ -171,7 +182,8 @@ def apply_patches(module) -> None:
         try:
             patch(module)
         except Exception as exc:  # a broken patch must never break `import lmms_eval`
-            print(f"lmms-spatial: {patch.__name__} skipped on {module.__name__}: {exc}", file=sys.stderr)
+            hint = f"; {INCLUDE_PATH_HINT}" if patch is patch_task_manager else ""
+            print(f"lmms-spatial: {patch.__name__} skipped on {module.__name__}: {exc}{hint}", file=sys.stderr)
 
 
 class _LoaderProxy(importlib.abc.Loader):

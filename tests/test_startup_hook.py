@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import types
@@ -149,3 +150,38 @@ def test_the_root_cause_is_found_through_tenacity_and_exception_chains():
     assert root_cause(caught.value) is bad
     plain = ValueError("x")
     assert root_cause(plain) is plain
+
+
+def test_without_the_pth_file_the_model_entry_point_installs_the_hook_and_says_so(tmp_path):
+    import site
+
+    from lmms_spatial.paths import tasks_dir
+
+    repo = str(Path(tasks_dir()).parent)
+    code = (
+        "import sys; sys.path[:0] = " + repr([repo, *site.getsitepackages()]) + "\n"
+        "import lmms_spatial.models as m; m._ensure_task_hook()\n"
+        "print('lmms_spatial._startup' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMMS_SPATIAL_", "LMMS_EVAL_PLUGINS"))}
+    proc = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True"
+    assert "did not run" in proc.stderr and "--include_path" in proc.stderr
+
+
+def test_the_legacy_plugin_variable_finds_our_model_classes():
+    import importlib
+
+    from lmms_spatial.models import AVAILABLE_MODELS
+
+    for name, class_name in AVAILABLE_MODELS.items():  # lmms-eval builds f"lmms_spatial.models.{name}.{class_name}"
+        assert hasattr(importlib.import_module(f"lmms_spatial.models.{name}"), class_name)
+
+
+@pytest.mark.slow
+def test_lmms_eval_plugins_set_to_lmms_spatial_runs_our_tasks(offline_env, tmp_path):
+    env = {**offline_env, "LMMS_EVAL_PLUGINS": "lmms_spatial"}  # it exited 1 before: no AVAILABLE_MODELS
+    proc = _lmms_eval_run(["--model", "random_choice", "--tasks", "mmsi_vanilla", "--limit", "2"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list((tmp_path / "out").rglob("*_results.json"))
