@@ -30,6 +30,14 @@ def cell_text(cell: Cell, digits: int, ci: bool = True) -> str:
     return text
 
 
+_MARKDOWN_SPECIAL = set("\\`*_|<>[]")
+
+
+def _md(text: str) -> str:
+    """Text for a Markdown table cell: characters that would end the cell or start markup escaped."""
+    return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in " ".join(str(text).split()))
+
+
 def _label(row_label: str, kind: str) -> str:
     return f"{row_label} (published)" if kind == "reference" else row_label
 
@@ -37,10 +45,10 @@ def _label(row_label: str, kind: str) -> str:
 def markdown(table: Table, ci: bool = True) -> str:
     digits = _digits(table)
     lines = [f"### {table.title}", "", f"Source: {table.source}", ""]
-    lines.append("| Model | " + " | ".join(table.headers) + " |")
+    lines.append("| Model | " + " | ".join(_md(h) for h in table.headers) + " |")
     lines.append("|---|" + "---:|" * len(table.headers))
     for row in table.rows:
-        label = _label(row.label, row.kind)
+        label = _md(_label(row.label, row.kind))
         if row.kind in ("model", "unparsed", "chance"):
             label = f"**{label}**" if row.kind == "model" else f"*{label}*"
         lines.append(f"| {label} | " + " | ".join(cell_text(c, digits, ci) for c in row.cells) + " |")
@@ -70,7 +78,19 @@ def _fmt(v: float | None) -> str:
     return "" if v is None else f"{v:.6g}"
 
 
-_LATEX_ESCAPES = {"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}", "–": "--"}
+_LATEX_ESCAPES = {
+    "&": r"\&",
+    "%": r"\%",
+    "_": r"\_",
+    "#": r"\#",
+    "$": r"\$",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+    "–": "--",
+}
 
 
 def _tex(text: str) -> str:

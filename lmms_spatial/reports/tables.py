@@ -34,6 +34,7 @@ from lmms_spatial.metrics.dori import GRANULARITIES, seed_summary
 from lmms_spatial.metrics.dori import TASKS as DORI_TASKS
 from lmms_spatial.metrics.mmsi import CATEGORIES as MMSI_CATEGORIES
 from lmms_spatial.reports import references
+from lmms_spatial.reports.citations import CITATIONS
 from lmms_spatial.reports.runs import Run, group_by_label
 
 ITERATIONS = 500
@@ -228,9 +229,8 @@ def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bo
     ref = references.table(layout.benchmark, layout.reference) if layout.reference else None
     ref_file = references.load(layout.benchmark) if ref else None
     scale = float(ref["scale"]) if ref else 100.0
-    source = (
-        f"{ref_file['paper']} {ref['table']} ({ref_file['source'].rsplit('/', 1)[-1]})" if ref else "no published rows"
-    )
+    cited = CITATIONS[layout.benchmark].text() if layout.benchmark in CITATIONS else ""
+    source = f"{ref_file['paper']} {ref['table']}: {cited}" if ref else (cited or "no published rows")
     table = Table(layout.key, layout.title, source, [c.header for c in layout.columns], columns=list(layout.columns))
     table.digits = layout.digits
     table.notes.extend(layout.notes)

@@ -65,7 +65,8 @@ def test_spot_checked_numbers(bench, table_id, model, column, value):
 def test_tables_are_complete_and_sourced(bench, table_id):
     ref = references.load(bench)
     table = references.table(bench, table_id)
-    assert ref["source"].startswith("/work/shared/seeds/") and table["table"]
+    assert ref["citation"]["arxiv"] and ref["citation"]["title"] and table["table"]
+    assert (SEEDS / ref["transcribed_from"]).name.endswith(".txt")
     assert len(table["rows"]) == EXPECTED_ROWS[bench, table_id]
     for row in table["rows"]:
         assert set(row["values"]) == set(table["columns"]), row["model"]
@@ -87,7 +88,7 @@ def _numbers(text: str) -> list[float]:
 @pytest.mark.parametrize(("bench", "table_id"), sorted(EXPECTED_ROWS))
 def test_every_row_matches_a_line_of_the_seed(bench, table_id):
     ref = references.load(bench)
-    text = Path(ref["source"]).read_text(encoding="utf-8")
+    text = (SEEDS / ref["transcribed_from"]).read_text(encoding="utf-8")
     table = references.table(bench, table_id)
     lines = text.splitlines()
     for row in table["rows"]:

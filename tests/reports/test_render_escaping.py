@@ -1,0 +1,36 @@
+"""Model names and headers with markup characters render as text in Markdown, CSV and LaTeX."""
+
+from __future__ import annotations
+
+from lmms_spatial.reports import render
+from lmms_spatial.reports.citations import CITATIONS
+from lmms_spatial.reports.tables import Cell, Row, Table
+
+NAME = "a_b~c^d\\e|f*g"
+
+
+def _table() -> Table:
+    return Table("t", "T", "src", ["Acc_1"], rows=[Row(NAME, "model", [Cell(0.5)])])
+
+
+def test_markdown_escapes_what_would_split_the_cell_or_start_markup():
+    text = render.markdown(_table(), ci=False)
+    assert "| **a\\_b~c^d\\\\e\\|f\\*g** | 0.5 |" in text
+    assert "| Model | Acc\\_1 |" in text
+
+
+def test_latex_escapes_tilde_caret_and_backslash():
+    text = render.latex(_table(), ci=False)
+    assert "a\\_b\\textasciitilde{}c\\textasciicircum{}d\\textbackslash{}e|f*g & 0.5 \\\\" in text
+    assert "Model & Acc\\_1 \\\\" in text
+
+
+def test_csv_keeps_the_name_as_it_is():
+    assert f"t,{NAME},model,Acc_1,0.5" in render.csv_text([_table()]).splitlines()[1]
+
+
+def test_every_benchmark_is_cited_by_arxiv_id_and_bibtex():
+    assert set(CITATIONS) == {"mmsi", "dori", "mmperspective", "odi_bench", "osr_bench"}
+    for citation in CITATIONS.values():
+        assert citation.bibtex.startswith("@article{") and f"arXiv:{citation.arxiv}" in citation.bibtex
+        assert citation.text().endswith(f"arXiv:{citation.arxiv}")
