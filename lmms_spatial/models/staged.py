@@ -219,10 +219,15 @@ class Staged(lmms):
         order = sorted(range(len(requests)), key=lambda i: _doc_order(requests[i]))
         answers: list[str] = [""] * len(requests)
         outputs: dict[tuple[str, str], str] = {}
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(order), desc="staged (maps + questions)", unit="doc", disable=None)
         for start in range(0, len(order), self.chunk_size):
             chunk = order[start : start + self.chunk_size]
             for i, answer in zip(chunk, self._generate_chunk([requests[i] for i in chunk], outputs), strict=True):
                 answers[i] = answer
+            progress.update(len(chunk))
+        progress.close()
         logger.info(f"staged: {self.calls}")
         return answers
 
