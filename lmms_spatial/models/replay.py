@@ -165,6 +165,12 @@ class Replay(TextOnlyModel):
         value = doc.get("id") if isinstance(doc, dict) else None
         return None if value is None else str(value)
 
+    def _refuse(self, message: str) -> None:
+        """Answers that may belong to other questions: fail (``prompt_check=error``) or warn."""
+        if self.prompt_check == "error":
+            raise PromptMismatchError(message)
+        logger.warning(message)
+
     def _check_documents(self, requests: list) -> None:
         """Samples logged without a prompt: the logged document id must be the current one."""
         moved, unknown = [], []
@@ -184,9 +190,7 @@ class Replay(TextOnlyModel):
                 f"doc_id {doc_id} was answered for document {logged!r} but is now document {current!r} (data "
                 "changed or shifted). prompt_check=warn scores them anyway."
             )
-            if self.prompt_check == "error":
-                raise PromptMismatchError(message)
-            logger.warning(message)
+            self._refuse(message)
         if unknown:
             task, doc_id = unknown[0]
             message = (
@@ -194,9 +198,7 @@ class Replay(TextOnlyModel):
                 f"document id to check that they answer the current documents, e.g. {task} doc_id {doc_id}. "
                 "prompt_check=warn scores them anyway, by position alone."
             )
-            if self.prompt_check == "error":
-                raise PromptMismatchError(message)
-            logger.warning(message)
+            self._refuse(message)
 
     def _check_prompts(self, requests: list) -> None:
         if self.prompt_check == "off":
@@ -217,9 +219,7 @@ class Replay(TextOnlyModel):
             f"{new[max(0, at - 30) : at + 50]!r}. The logged answers were given to other questions (changed "
             "data, option order or prompt). prompt_check=warn scores them anyway."
         )
-        if self.prompt_check == "error":
-            raise PromptMismatchError(message)
-        logger.warning(message)
+        self._refuse(message)
 
     def generate_until(self, requests) -> list[str]:
         requests = list(requests)
