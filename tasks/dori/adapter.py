@@ -93,15 +93,15 @@ def _check_columns(dataset, needed: tuple[str, ...]) -> None:
 
 def _check_question_types(dataset) -> None:
     """Every row must belong to a question type: a misspelt ``task`` would land in no task, silently."""
-    seen: set[str] = set()
+    seen: set[tuple] = set()
     for doc_id, task, granularity in zip(dataset["id"], dataset["task"], dataset["granularity"], strict=True):
         if task not in TASKS:
             raise BadDocumentError(doc_id, "task", f"{task!r} is not one of {list(TASKS)}")
         if granularity not in GRANULARITIES:
             raise BadDocumentError(doc_id, "granularity", f"{granularity!r} is not one of {list(GRANULARITIES)}")
-        if doc_id in seen:
-            raise BadDocumentError(doc_id, "id", "duplicate id (option seeds and replay key questions by id)")
-        seen.add(doc_id)
+        if (task, granularity, doc_id) in seen:  # one question type's documents are told apart by id
+            raise BadDocumentError(doc_id, "id", f"duplicate id in {task}/{granularity} (replay keys questions by id)")
+        seen.add((task, granularity, doc_id))
 
 
 def _prepare_batch(ids, options_batch, answers, seed: str) -> dict[str, list]:
