@@ -176,5 +176,6 @@ def test_without_a_local_copy_the_error_says_how_to_get_one(monkeypatch):
 
 
 def test_a_local_folder_is_used_when_set(monkeypatch, tmp_path):
+    (tmp_path / "test.parquet").write_bytes(b"")  # a folder must hold data files to be used
     monkeypatch.setenv("LMMS_SPATIAL_MMPERSPECTIVE_PATH", str(tmp_path))
     assert adapter.dataset_location().path == str(tmp_path.resolve())
