@@ -1,4 +1,4 @@
-"""Package discovery for the mapped layout: tasks/ and metrics/ install as lmms_spatial.tasks/.metrics.
+"""Package discovery for the mapped layout: tasks/, metrics/ and hub_cards/ install inside lmms_spatial.
 
 Everything else is declared in pyproject.toml. A new benchmark folder under tasks/ (with an
 __init__.py) is picked up here without editing any list.
@@ -16,5 +16,6 @@ setup(
         _subpackages("lmms_spatial", "lmms_spatial")
         + _subpackages("lmms_spatial.metrics", "metrics")
         + _subpackages("lmms_spatial.tasks", "tasks")
+        + ["lmms_spatial.hub_cards"]  # the dataset cards, as package data
     )
 )

@@ -12,6 +12,9 @@
   rate, analyses from the samples files and plots (markdown, CSV, LaTeX, PNG).
 - ``lmms-spatial bench``: per-task CPU ms/doc of our code, ODI decode, OSR scoring at full size,
   OSR calls per image and (``--model``) end-to-end docs/s; JSON for comparing runs.
+- ``lmms-spatial convert BENCHMARK RELEASE OUT``: a local copy of a release -> the normalised layout.
+- ``lmms-spatial prepare [BENCHMARK ...]``: download and prepare the Hub releases now (what the
+  tasks do on first use), e.g. on a login node before an offline run.
 - ``lmms-spatial new-task NAME``: scaffold a new benchmark (task folder, metrics, hub card,
   converter, fixture builder, tests) that passes the contract tests as generated.
 """
@@ -160,6 +163,27 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return main_args(args)
 
 
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from lmms_spatial.data.convert import module
+
+    return module(args.benchmark).main(args.args)
+
+
+def _cmd_prepare(args: argparse.Namespace) -> int:
+    from lmms_spatial.data.sources import BENCHMARKS, DataUnavailable, dataset_source
+
+    status = 0
+    for key in args.benchmarks or [k for k, b in BENCHMARKS.items() if b.hub_id]:
+        try:
+            source = dataset_source(key)
+        except DataUnavailable as exc:
+            print(f"lmms-spatial prepare: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        print(f"{key}: {source.path}" + (f" {source.kwargs}" if source.kwargs else ""))
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lmms-spatial", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"lmms-spatial {__version__}")
@@ -195,6 +219,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     _bench_arguments(bench)
     bench.set_defaults(func=_cmd_bench)
+    from lmms_spatial.data.convert import CONVERTERS
+
+    conv = sub.add_parser(
+        "convert",
+        help="convert a local copy of a release into the layout the tasks read",
+        description="lmms-spatial convert BENCHMARK --help shows the converter's own arguments.",
+    )
+    conv.add_argument("benchmark", choices=sorted(CONVERTERS))
+    conv.add_argument("args", nargs=argparse.REMAINDER, help="the converter's arguments (e.g. RELEASE OUT)")
+    conv.set_defaults(func=_cmd_convert)
+    prep = sub.add_parser(
+        "prepare", help="download and prepare releases now (as the tasks would), e.g. before going offline"
+    )
+    prep.add_argument("benchmarks", nargs="*", help="benchmark keys (default: every one with a Hub release)")
+    prep.set_defaults(func=_cmd_prepare)
     new = sub.add_parser("new-task", help="scaffold a new benchmark from the template (see CONTRIBUTING.md)")
     new.add_argument("name", help="benchmark key, lower-case snake_case (e.g. orient_bench)")
     new.add_argument("--title", help="display name (default: from the key)")

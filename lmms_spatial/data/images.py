@@ -160,16 +160,18 @@ class DecodedImageCache:
 
     def load(self, value: Any, *, doc_id: Any, field: str) -> Image.Image:
         data = _encoded_bytes(value)
-        if data is None or self.capacity <= 0:  # decoded already, or a path: nothing to share
+        path = value.get("path") if isinstance(value, Mapping) and data is None else None
+        if (data is None and not path) or self.capacity <= 0:  # decoded already: nothing to share
             return load_image(value, doc_id=doc_id, field=field)
-        key = hashlib.blake2b(data, digest_size=16).digest()
+        # a prepared copy beside a download names the release's file instead of embedding it
+        key = hashlib.blake2b(data if data is not None else f"path:{path}".encode(), digest_size=16).digest()
         with self._lock:
             cached = self._images.get(key)
             if cached is not None:
                 self._images.move_to_end(key)
                 self.hits += 1
                 return cached.copy()
-        image = load_image(data, doc_id=doc_id, field=field)
+        image = load_image(data if data is not None else value, doc_id=doc_id, field=field)
         with self._lock:
             self.misses += 1
             self._images[key] = image

@@ -31,9 +31,16 @@ def resolve_inside(root: Path, name: str | Path) -> Path:
         raise UnsafeFileError(f"{text!r} is an absolute path: file names must be relative to {str(root)!r}")
     base = Path(root).resolve()
     candidate = (base / text).resolve()
-    if candidate != base and base not in candidate.parents:
+    if not any(candidate == b or b in candidate.parents for b in (base, *_hub_blobs(base))):
         raise UnsafeFileError(f"{text!r} points outside the input folder {str(base)!r}")
     return candidate
+
+
+def _hub_blobs(base: Path) -> tuple[Path, ...]:
+    """A Hugging Face cache snapshot's files are links into the repository's ``blobs/``: allowed too."""
+    if base.parent.name == "snapshots" and (base.parent.parent / "blobs").is_dir():
+        return ((base.parent.parent / "blobs").resolve(),)
+    return ()
 
 
 def read_image_bytes(path: Path) -> bytes:

@@ -26,7 +26,17 @@ class Benchmark:
     env_var: str
     # the Hub release is already the layout the tasks read (else it must be converted first)
     hub_is_normalised: bool = True
+    # key in lmms_spatial.data.convert.CONVERTERS ("" = none)
     converter: str = ""
+    # what of the release to download (None: everything), and the revision used unless
+    # LMMS_SPATIAL_<NAME>_REVISION says otherwise (no commit of these releases could be checked
+    # from here: "main", and the prepared copy is keyed by the commit it was made from)
+    allow_patterns: tuple[str, ...] | None = None
+    revision: str = "main"
+
+    @property
+    def revision_var(self) -> str:
+        return self.env_var.removesuffix("_PATH") + "_REVISION"
 
 
 class DataUnavailable(RuntimeError):
@@ -37,28 +47,18 @@ BENCHMARKS: dict[str, Benchmark] = {
     b.key: b
     for b in (
         Benchmark("mmsi", "RunsenXu/MMSI-Bench", "LMMS_SPATIAL_MMSI_PATH"),
-        Benchmark(
-            "dori",
-            "appledora/DORI-Benchmark",
-            "LMMS_SPATIAL_DORI_PATH",
-            converter="convert_dori.py",
-            hub_is_normalised=False,
-        ),
+        Benchmark("dori", "appledora/DORI-Benchmark", "LMMS_SPATIAL_DORI_PATH", False, "dori"),
         # no public data yet: local copy only
-        Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", converter="convert_mmperspective.py"),
-        Benchmark(
-            "odi_bench",
-            "LiuYang66/ODI-Bench",
-            "LMMS_SPATIAL_ODI_PATH",
-            converter="convert_odi_bench.py",
-            hub_is_normalised=False,
-        ),
+        Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", converter="mmperspective"),
+        Benchmark("odi_bench", "LiuYang66/ODI-Bench", "LMMS_SPATIAL_ODI_PATH", False, "odi_bench"),
         Benchmark(
             "osr_bench",
             "UUUserna/OSR-Bench",
             "LMMS_SPATIAL_OSR_PATH",
-            converter="convert_osr_bench.py",
-            hub_is_normalised=False,
+            False,
+            "osr_bench",
+            # the two QA tables and one panorama per scene; not the per-scene JSON, depth or layouts
+            allow_patterns=("qa.csv", "qa_with_negative.csv", "data/*/rgb.png", "README.md"),
         ),
     )
 }
@@ -91,27 +91,35 @@ def _in_hub_cache(repo_id: str) -> bool:
 
 
 def hub_source(bench: Benchmark) -> DatasetSource:
-    """The Hub release, when the tasks can read it; otherwise :class:`DataUnavailable` at once.
+    """The Hub release, read as published or through a prepared copy; otherwise :class:`DataUnavailable`.
 
-    Checked before lmms-eval starts its download (and its retries): a release the tasks cannot
-    read as published, or a Hub that cannot be reached offline, fails in one line naming the fix.
+    Checked before lmms-eval starts its download (and its retries): a release that cannot be had
+    offline, or is not public, fails in one line naming the fix.
     """
-    convert = (
-        f"convert a local copy (python scripts/{bench.converter} ... from a source checkout of lmms-spatial) "
-        f"and set {bench.env_var} to the output"
-    )
     if not bench.hub_id:
-        raise DataUnavailable(f"{bench.key}: no public release on the Hugging Face Hub; {convert}")
+        raise DataUnavailable(
+            f"{bench.key}: no public release on the Hugging Face Hub; convert a local copy with "
+            f"`lmms-spatial convert {bench.converter} ...` and set {bench.env_var} to the output"
+        )
     if not bench.hub_is_normalised:
-        raise DataUnavailable(
-            f"{bench.key}: the Hub release {bench.hub_id} is not in the layout the tasks read; {convert}"
-        )
-    if _offline() and not _in_hub_cache(bench.hub_id):
-        raise DataUnavailable(
-            f"{bench.key}: offline ({'/'.join(_OFFLINE_VARS)}) and {bench.hub_id} is not in the Hugging Face cache; "
-            f"download it once with network access, or set {bench.env_var} to a local copy"
-        )
-    return DatasetSource(bench.hub_id)
+        from lmms_spatial.data.prepare import prepare
+
+        return DatasetSource(str(prepare(bench)), {}, local=True)
+    from lmms_spatial.data.prepare import cached_snapshot, revision_of
+
+    revision = revision_of(bench)
+    if _offline():
+        # air-gapped: a snapshot copied into HF_HUB_CACHE is read as a local folder (datasets itself
+        # only finds releases it prepared before); else what datasets cached; else one line
+        snapshot = cached_snapshot(bench, revision)
+        if snapshot is not None:
+            return DatasetSource(str(snapshot), {}, local=True)
+        if not _in_hub_cache(bench.hub_id):
+            raise DataUnavailable(
+                f"{bench.key}: offline ({'/'.join(_OFFLINE_VARS)}) and {bench.hub_id} is not in the Hugging Face "
+                f"cache; download it once with network access, or set {bench.env_var} to a local copy"
+            )
+    return DatasetSource(bench.hub_id, {"revision": revision} if revision != "main" else {})
 
 
 def dataset_source(key: str) -> DatasetSource:

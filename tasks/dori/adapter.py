@@ -1,7 +1,7 @@
 """DORI task adapter: documents -> structured prompts, responses -> score records.
 
 One lmms-eval task per question type (7 tasks x coarse/granular), all reading the same
-normalised dataset (Hub ``appledora/DORI-Benchmark`` converted by ``scripts/convert_dori.py``,
+normalised dataset (Hub ``appledora/DORI-Benchmark`` converted by ``lmms-spatial convert dori``,
 or ``$LMMS_SPATIAL_DORI_PATH``); ``process_docs`` keeps the rows of the task's question type.
 
 Prompts:
@@ -86,8 +86,8 @@ def _check_columns(dataset, needed: tuple[str, ...]) -> None:
             "<dataset>",
             ",".join(missing),
             f"column missing (have {dataset.column_names}). The tasks read the normalised layout of "
-            "hub_cards/dori/README.md: convert the official release with scripts/convert_dori.py and point "
-            "LMMS_SPATIAL_DORI_PATH at the output",
+            "hub_cards/dori/README.md: convert the official release with `lmms-spatial convert dori RELEASE OUT` "
+            "and point LMMS_SPATIAL_DORI_PATH at OUT",
         )
 
 

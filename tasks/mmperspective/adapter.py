@@ -62,7 +62,8 @@ def dataset_location() -> DatasetSource:
         raise MMPerspectiveDataUnavailable(
             f"MMPerspective has no public dataset on the Hugging Face Hub yet: set {bench.env_var} to a local "
             "folder (or parquet file) in the layout of hub_cards/mmperspective/README.md. Convert images + a "
-            "JSON/CSV question file with scripts/convert_mmperspective.py, or build the synthetic demo data with "
+            "JSON/CSV question file with `lmms-spatial convert mmperspective --images ... "
+            "--questions ... --out ...`, or build the synthetic demo data with "
             '`python -c "from lmms_spatial.data.demo.mmperspective import build_mmperspective; '
             "build_mmperspective('mmp_demo')\"`."
         )

@@ -1,7 +1,7 @@
 """ODI-Bench task adapter: documents -> prompts and ERP images, responses -> score records.
 
 Data: Hub ``LiuYang66/ODI-Bench`` converted to the normalised layout
-(``scripts/convert_odi_bench.py``, ``hub_cards/odi_bench/README.md``) or ``$LMMS_SPATIAL_ODI_PATH``.
+(``lmms-spatial convert odi_bench``, ``hub_cards/odi_bench/README.md``) or ``$LMMS_SPATIAL_ODI_PATH``.
 One leaf task per (setting, ODI task); ``process_docs`` keeps the task's rows and leaves the
 image column undecoded, so only :func:`doc_to_visual` decodes an image, once, at the capped
 resolution (:mod:`lmms_spatial.data.erp_image`).

@@ -40,20 +40,20 @@ def test_a_missing_local_path_fails_naming_the_variable(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("key", "variable", "converter"),
-    [("dori", "LMMS_SPATIAL_DORI_PATH", "convert_dori.py"),
-     ("odi_bench", "LMMS_SPATIAL_ODI_PATH", "convert_odi_bench.py"),
-     ("osr_bench", "LMMS_SPATIAL_OSR_PATH", "convert_osr_bench.py"),
-     ("mmperspective", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", "convert_mmperspective.py")],
+    ("key", "variable"),
+    [("dori", "LMMS_SPATIAL_DORI_PATH"), ("odi_bench", "LMMS_SPATIAL_ODI_PATH"),
+     ("osr_bench", "LMMS_SPATIAL_OSR_PATH"), ("mmperspective", "LMMS_SPATIAL_MMPERSPECTIVE_PATH")],
 )  # fmt: skip
-def test_a_release_the_tasks_cannot_read_fails_at_once_naming_the_variable_and_converter(
-    monkeypatch, key, variable, converter
+def test_a_release_that_cannot_be_had_fails_at_once_naming_the_variable_and_the_convert_command(
+    monkeypatch, tmp_path, key, variable
 ):
     monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
     with pytest.raises(DataUnavailable) as caught:
         dataset_source(key)
     message = str(caught.value)
-    assert variable in message and converter in message and "\n" not in message
+    assert variable in message and f"lmms-spatial convert {key}" in message and "\n" not in message
 
 
 def test_an_empty_local_folder_fails_naming_the_variable(monkeypatch, tmp_path):

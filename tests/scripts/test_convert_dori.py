@@ -1,11 +1,9 @@
-"""scripts/convert_dori.py: plausible release spellings in, the normalised layout out, clear rejects."""
+"""lmms_spatial.data.convert.dori: plausible release spellings in, the normalised layout out, clear rejects."""
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import datasets
@@ -15,10 +13,7 @@ from PIL import Image
 from lmms_spatial.data.schemas import DORI_FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("convert_dori", REPO / "scripts" / "convert_dori.py")
-convert_dori = importlib.util.module_from_spec(_spec)
-sys.modules["convert_dori"] = convert_dori  # dataclasses look their module up
-_spec.loader.exec_module(convert_dori)
+import lmms_spatial.data.convert.dori as convert_dori  # noqa: E402
 
 PROMPT = (
     "TASK: Determine which way Object A's front is facing relative to the camera. "

@@ -1,11 +1,9 @@
-"""scripts/convert_mmperspective.py: images + JSON/CSV questions in, the normalised layout out, clear rejects."""
+"""lmms_spatial.data.convert.mmperspective: images + JSON/CSV questions in, the normalised layout out, clear rejects."""
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import datasets
@@ -15,10 +13,7 @@ from PIL import Image
 from lmms_spatial.tasks.mmperspective.schema import features
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("convert_mmperspective", REPO / "scripts" / "convert_mmperspective.py")
-convert_mmperspective = importlib.util.module_from_spec(_spec)
-sys.modules["convert_mmperspective"] = convert_mmperspective
-_spec.loader.exec_module(convert_mmperspective)
+import lmms_spatial.data.convert.mmperspective as convert_mmperspective  # noqa: E402
 
 QUESTIONS = [
     {"id": "q1", "image": "a.png", "task": "vpp", "question": "Where is the vanishing point?", "answer": "B"},

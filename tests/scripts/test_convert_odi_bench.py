@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
 from pathlib import Path
 
 import datasets
@@ -14,10 +12,7 @@ import yaml
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("convert_odi_bench", REPO / "scripts" / "convert_odi_bench.py")
-conv = importlib.util.module_from_spec(_spec)
-sys.modules["convert_odi_bench"] = conv  # dataclasses look their module up
-_spec.loader.exec_module(conv)
+import lmms_spatial.data.convert.odi_bench as conv  # noqa: E402
 
 
 def _image(path: Path, colour) -> bytes:

@@ -1,11 +1,9 @@
-"""scripts/convert_osr_bench.py: the official CSV layout in, validated normalised rows out."""
+"""lmms_spatial.data.convert.osr_bench: the official CSV layout in, validated normalised rows out."""
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import datasets
@@ -15,10 +13,7 @@ from PIL import Image
 from lmms_spatial.data.schemas import OSR_FEATURES
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("convert_osr_bench", REPO / "scripts" / "convert_osr_bench.py")
-convert_osr = importlib.util.module_from_spec(_spec)
-sys.modules["convert_osr_bench"] = convert_osr  # dataclasses look their module up
-_spec.loader.exec_module(convert_osr)
+import lmms_spatial.data.convert.osr_bench as convert_osr  # noqa: E402
 
 MAP_PROMPT = "[Task] ... We provide the categories to care about in this scene: {sofa, door, tv}. Focus ONLY ..."
 GRID = [[[] for _ in range(10)] for _ in range(10)]

@@ -152,7 +152,7 @@ def test_process_docs_fails_loudly_naming_the_document_with_an_impossible_answer
 
 def test_process_docs_names_missing_columns_and_the_converter():
     ds = datasets.Dataset.from_list([{"id": "x", "question": "q"}])
-    with pytest.raises(BadDocumentError, match="convert_dori.py"):
+    with pytest.raises(BadDocumentError, match="lmms-spatial convert dori"):
         adapter.docs_for("view_parallelism", "coarse")(ds)
 
 

@@ -170,7 +170,8 @@ def test_a_missing_column_fails_naming_it():
 def test_without_a_local_copy_the_error_says_how_to_get_one(monkeypatch):
     monkeypatch.delenv("LMMS_SPATIAL_MMPERSPECTIVE_PATH", raising=False)
     with pytest.raises(
-        FileNotFoundError, match="no public dataset.*LMMS_SPATIAL_MMPERSPECTIVE_PATH.*convert_mmperspective"
+        FileNotFoundError,
+        match="no public dataset.*MMPERSPECTIVE_PATH.*lmms-spatial convert mmperspective",
     ):
         adapter.dataset_location()
 

@@ -1,0 +1,112 @@
+"""Converters from each benchmark's published release to the normalised layout the tasks read.
+
+One module per benchmark, each with ``convert(...)`` (the library call) and ``main(argv)`` (the
+``lmms-spatial convert <benchmark> ...`` command). :func:`convert_release` is what automatic
+preparation calls (``lmms_spatial.data.prepare``): it runs a converter on a downloaded release
+strictly (no row skipped) and turns every way a release can disagree with the converter into
+:class:`ReleaseMismatch`, whose message says what was found and what was expected.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+# benchmark key -> (module, what the converter expects to find in the release)
+CONVERTERS: dict[str, tuple[str, str]] = {
+    "dori": (
+        "lmms_spatial.data.convert.dori",
+        "question files (*.json, *.jsonl, *.csv, *.parquet) whose rows name a DORI task, a granularity, "
+        "options, an answer and their image paths",
+    ),
+    "odi_bench": (
+        "lmms_spatial.data.convert.odi_bench",
+        "a QAs/ folder of per-task *.jsonl / *.json files (question, image, options, answer) and the ERP images",
+    ),
+    "osr_bench": (
+        "lmms_spatial.data.convert.osr_bench",
+        "qa.csv and qa_with_negative.csv (image_id, turn_id, question, answer, skills_tested) and data/<scene>/rgb.png",
+    ),
+    "mmperspective": (
+        "lmms_spatial.data.convert.mmperspective",
+        "a folder of images and a JSON / JSONL / CSV question file (no public release yet)",
+    ),
+}
+
+
+class ReleaseMismatch(RuntimeError):
+    """A release the converter cannot read as published; the message is one paragraph."""
+
+
+def module(key: str) -> ModuleType:
+    if key not in CONVERTERS:
+        raise KeyError(f"no converter for {key!r}; known: {', '.join(CONVERTERS)}")
+    return importlib.import_module(CONVERTERS[key][0])
+
+
+def describe_release(root: Path, limit: int = 8) -> str:
+    """What a release folder holds, in one sentence: top-level entries, file kinds, first table's columns."""
+    root = Path(root)
+    if not root.is_dir():
+        return f"{root} does not exist"
+    top = sorted(p.name + ("/" if p.is_dir() else "") for p in root.iterdir() if not p.name.startswith("."))
+    files = [p for p in root.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.parts[-1:])]
+    kinds = Counter(p.suffix.lower() or "(no suffix)" for p in files)
+    shown = ", ".join(top[:limit]) + (f" and {len(top) - limit} more" if len(top) > limit else "")
+    counted = ", ".join(f"{n} {k}" for k, n in kinds.most_common(6)) or "none"
+    text = f"{len(files)} files ({counted}); top level: {shown or 'empty'}"
+    tables = sorted(p for p in files if p.suffix.lower() in {".csv", ".jsonl", ".json", ".parquet"})
+    if tables:
+        text += f"; {tables[0].relative_to(root)} has {_columns(tables[0])}"
+    return text
+
+
+def _columns(path: Path) -> str:
+    """The first row's keys (or the parquet schema's names), read without loading the file."""
+    import json
+
+    try:
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return f"columns {pq.read_schema(path).names}"
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            head = fh.read(65536)
+        if suffix == ".csv":
+            return f"columns {head.splitlines()[0].split(',') if head else []}"
+        first = head.lstrip()
+        if suffix == ".jsonl" or not first.startswith("["):
+            row = json.loads(first.splitlines()[0]) if first else {}
+        else:  # a JSON list: the first object's keys, found without parsing the whole file
+            decoder = json.JSONDecoder()
+            row, _ = decoder.raw_decode(first[1:].lstrip())
+        return f"keys {sorted(row)}" if isinstance(row, dict) else f"a first row of type {type(row).__name__}"
+    except Exception as exc:  # describing must never hide the real problem
+        return f"an unreadable first row ({type(exc).__name__})"
+
+
+def convert_release(key: str, src: Path, out: Path) -> None:
+    """Convert a downloaded release strictly; any disagreement becomes :class:`ReleaseMismatch`."""
+    mod = module(key)
+    try:
+        if key == "mmperspective":
+            raise ReleaseMismatch("MMPerspective has no public release to convert automatically")
+        result = mod.convert(Path(src), Path(out), embed_images=False)  # point at the download, never copy it
+        rejects: Sequence[object] = getattr(result, "rejects", None) or getattr(result, "problems", None) or []
+    except ReleaseMismatch:
+        raise
+    except SystemExit as exc:  # the command-line converters exit with their message
+        rejects = [exc.code if isinstance(exc.code, str) else f"exit status {exc.code}"]
+    except Exception as exc:  # noqa: BLE001 - every failure is reported with the release's contents
+        rejects = [f"{type(exc).__name__}: {exc}"]
+    if rejects:
+        first = str(rejects[0]).splitlines()
+        detail = " ".join(line.strip() for line in first[:3])[:400]
+        raise ReleaseMismatch(
+            f"{len(rejects)} problem(s), first: {detail}. Found: {describe_release(src)}. "
+            f"Expected: {CONVERTERS[key][1]}."
+        )

@@ -1,0 +1,156 @@
+"""Automatic preparation of a Hub release: found in the cache, converted once, every failure in words."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import datasets
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hub_releases import dori_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
+
+import lmms_spatial.data.convert as convert  # noqa: E402
+from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
+from lmms_spatial.data.sources import BENCHMARKS, DataUnavailable, dataset_source  # noqa: E402
+
+
+@pytest.fixture
+def hf_home(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "hf"
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for bench in BENCHMARKS.values():
+        monkeypatch.delenv(bench.env_var, raising=False)
+        monkeypatch.delenv(bench.revision_var, raising=False)
+    return home
+
+
+def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at_its_panoramas(hf_home):
+    snapshot = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
+    source = dataset_source("osr_bench")
+    assert source.local and source.path == str(hf_home / "lmms_spatial" / "osr_bench" / snapshot.name / "data")
+    standard = datasets.load_dataset(source.path, data_dir="standard")["test"].cast_column(
+        "image", datasets.Image(decode=False)
+    )
+    assert standard["id"] == ["scene-1:1", "scene-1:2", "scene-1:3", "scene-2:1", "scene-2:2", "scene-2:3"]
+    first = standard[0]["image"]
+    assert first["bytes"] is None and first["path"] == str(snapshot / "data" / "scene-1" / "rgb.png")
+    assert len(datasets.load_dataset(source.path, data_dir="negative")["test"]) == 6
+    marker = json.loads((Path(source.path).parent / MARKER).read_text())
+    assert (marker["benchmark"], marker["revision"], marker["commit"]) == ("osr_bench", "main", snapshot.name)
+
+
+@pytest.mark.parametrize(
+    ("key", "repo", "files", "n"),
+    [("odi_bench", "LiuYang66/ODI-Bench", odi_release(), 4), ("dori", "appledora/DORI-Benchmark", dori_release(), 2)],
+)
+def test_odi_and_dori_releases_in_the_cache_become_one_test_split(hf_home, key, repo, files, n):
+    place_in_hub_cache(hf_home / "hub", repo, files)
+    assert len(datasets.load_dataset(dataset_source(key).path)["test"]) == n
+
+
+def test_a_prepared_copy_is_reused_and_remade_when_the_release_moved(hf_home, monkeypatch):
+    snapshot = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
+    calls = []
+    real = convert.convert_release
+    monkeypatch.setattr(convert, "convert_release", lambda *a: (calls.append(a), real(*a))[1])
+    first = prepare(BENCHMARKS["osr_bench"])
+    assert prepare(BENCHMARKS["osr_bench"]) == first and len(calls) == 1
+    marker = first.parent / MARKER
+    marker.write_text(marker.read_text().replace(str(snapshot), "/elsewhere/snapshot"))  # a copied cache
+    assert prepare(BENCHMARKS["osr_bench"]) == first and len(calls) == 2
+
+
+def test_two_processes_preparing_at_once_convert_the_release_once(hf_home, monkeypatch):
+    place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
+    calls, started = [], threading.Barrier(2)
+    real = convert.convert_release
+
+    def slow(*args):
+        calls.append(args)
+        threading.Event().wait(0.3)  # the other one arrives while this one converts
+        return real(*args)
+
+    monkeypatch.setattr(convert, "convert_release", slow)
+    results: list[Path] = []
+
+    def run():
+        started.wait()
+        results.append(prepare(BENCHMARKS["osr_bench"]))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(results) == 2 and results[0] == results[1]
+    assert sorted(p.name for p in results[0].parent.parent.iterdir() if p.is_dir()) == [results[0].parent.name]
+
+
+def test_offline_without_the_release_fails_in_one_line_naming_the_fixes(hf_home):
+    with pytest.raises(DataUnavailable) as caught:
+        dataset_source("osr_bench")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("osr_bench: offline (HF_HUB_OFFLINE) and UUUserna/OSR-Bench@main is not in")
+    assert "LMMS_SPATIAL_OSR_PATH" in message and "lmms-spatial convert osr_bench" in message
+    assert "LMMS_SPATIAL_OSR_REVISION" in message
+
+
+def test_a_revision_override_selects_that_snapshot_and_an_unknown_one_is_named(hf_home, monkeypatch):
+    old = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release(scenes=("old",)), revision="v0")
+    place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
+    monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", old.name)  # a commit
+    assert Path(dataset_source("osr_bench").path).parent.name == old.name
+    monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", "v0")  # a tag
+    assert Path(dataset_source("osr_bench").path).parent.name == old.name
+    monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", "v9")
+    with pytest.raises(DataUnavailable, match=r"UUUserna/OSR-Bench@v9 is not in the Hugging Face cache"):
+        dataset_source("osr_bench")
+
+
+def test_a_release_in_another_layout_is_described_found_versus_expected(hf_home):
+    place_in_hub_cache(
+        hf_home / "hub",
+        "LiuYang66/ODI-Bench",
+        {"README.md": b"", "train/0001.jpg": b"x", "metadata.jsonl": b'{"file_name": "0001.jpg", "q": "?"}\n'},
+    )
+    with pytest.raises(DataUnavailable) as caught:
+        dataset_source("odi_bench")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "LiuYang66/ODI-Bench@main (commit " in message and "does not have the layout lmms-spatial reads" in message
+    assert "no QAs/ folder" in message
+    assert "Found: 3 files (" in message and "top level: README.md, metadata.jsonl, train/" in message
+    assert "metadata.jsonl has keys ['file_name', 'q']" in message
+    assert "Expected: a QAs/ folder of per-task" in message
+    assert "lmms-spatial convert odi_bench RELEASE OUT [--skip-bad]" in message and "LMMS_SPATIAL_ODI_PATH" in message
+
+
+def test_a_partial_download_names_the_missing_file_and_leaves_no_prepared_copy(hf_home):
+    files = osr_release()
+    del files["data/scene-2/rgb.png"]
+    snapshot = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", files)
+    with pytest.raises(DataUnavailable, match=r"first: standard data/scene-2/rgb.png:1: image data/scene-2/rgb.png"):
+        dataset_source("osr_bench")
+    assert [p.name for p in (hf_home / "lmms_spatial" / "osr_bench").iterdir() if p.is_dir()] == []
+    assert not (hf_home / "lmms_spatial" / "osr_bench" / snapshot.name).exists()
+
+
+def test_mmsi_offline_reads_a_snapshot_copied_into_the_cache_as_a_local_folder(hf_home, tmp_path):
+    table = datasets.Dataset.from_list([{"id": 1, "question": "q", "answer": "A"}])
+    table.to_parquet(str(tmp_path / "t.parquet"))
+    snapshot = place_in_hub_cache(
+        hf_home / "hub",
+        "RunsenXu/MMSI-Bench",
+        {"data/test-00000-of-00001.parquet": (tmp_path / "t.parquet").read_bytes()},
+    )
+    source = dataset_source("mmsi")
+    assert source.local and source.path == str(snapshot)
+    assert datasets.load_dataset(source.path)["test"]["id"] == [1]

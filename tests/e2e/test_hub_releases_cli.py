@@ -1,0 +1,66 @@
+"""``lmms-eval --tasks <ours>`` on the Hub releases as published, offline, with no LMMS_SPATIAL_*_PATH."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lmms_spatial.data.sources import BENCHMARKS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from conftest import run_lmms_eval  # noqa: E402
+from hub_releases import dori_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def bare_env(offline_env, tmp_path) -> dict[str, str]:
+    """The offline environment without any local copy: only what is in its own Hugging Face cache."""
+    env = {k: v for k, v in offline_env.items() if not k.startswith("LMMS_SPATIAL_") or k == "LMMS_SPATIAL_JUDGE"}
+    env["HF_HOME"] = str(tmp_path / "hf")
+    return env
+
+
+def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_datasets, tmp_path):
+    hub = Path(bare_env["HF_HOME"]) / "hub"
+    place_in_hub_cache(hub, "UUUserna/OSR-Bench", osr_release())
+    place_in_hub_cache(hub, "LiuYang66/ODI-Bench", odi_release())
+    place_in_hub_cache(hub, "appledora/DORI-Benchmark", dori_release())
+    mmsi = (fixture_datasets["mmsi"] / "test.parquet").read_bytes()  # MMSI-Bench is published normalised
+    place_in_hub_cache(hub, "RunsenXu/MMSI-Bench", {"data/test-00000-of-00001.parquet": mmsi})
+    tasks = "osr_qa_standard_vanilla,osr_qa_negative_vanilla,odi_bench_close_existence,dori_view_parallelism_coarse"
+    run = run_lmms_eval(["--model", "random_choice", "--tasks", f"{tasks},mmsi_vanilla"], bare_env, tmp_path / "run")
+    n = {task: counts["effective"] for task, counts in run.results["n-samples"].items()}
+    assert n["osr_qa_standard_vanilla"] == n["osr_qa_negative_vanilla"] == 6
+    assert (n["odi_bench_close_existence"], n["dori_view_parallelism_coarse"]) == (2, 2)
+    assert n["mmsi_vanilla"] == len(run.samples["mmsi_vanilla"]) > 0
+    prepared = sorted(p.relative_to(hub.parent).parts[:2] for p in (hub.parent / "lmms_spatial").glob("*/*/data"))
+    assert prepared == [("lmms_spatial", "dori"), ("lmms_spatial", "odi_bench"), ("lmms_spatial", "osr_bench")]
+
+
+@pytest.mark.parametrize(
+    ("task", "key"),
+    [
+        ("osr_qa_standard_vanilla", "osr_bench"),
+        ("odi_bench_close_ocr", "odi_bench"),
+        ("dori_canonical_orientation_coarse", "dori"),
+    ],
+)
+def test_offline_with_no_data_fails_within_seconds_non_zero_with_one_line(bare_env, tmp_path, task, key):
+    exe = Path(sys.executable).with_name("lmms-eval")
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(exe), "--model", "random_choice", "--tasks", task, "--limit", "1", "--output_path", str(tmp_path / "o")],
+        env=bare_env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"lmms-spatial: {task} failed: DataUnavailable: {key}: offline (HF_HUB_OFFLINE) and ")
+    assert BENCHMARKS[key].env_var in last and f"lmms-spatial convert {key}" in last
+    assert elapsed < 60, f"took {elapsed:.0f} s"  # no download retries: the time is lmms-eval's start-up
