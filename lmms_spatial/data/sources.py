@@ -138,8 +138,30 @@ def dataset_source(key: str) -> DatasetSource:
             raise DataUnavailable(
                 f"{bench.env_var}={local!r}: the folder holds no data files ({', '.join(sorted(_BUILDERS))})"
             )
+        _check_test_split(path, bench.env_var, local)
         return DatasetSource(str(path.resolve()), {}, local=True)
     builder = _BUILDERS.get(path.suffix.lower())
     if builder is None:
         raise DataUnavailable(f"{bench.env_var}={local!r}: expected a folder or one of {sorted(_BUILDERS)}")
     return DatasetSource(builder, {"data_files": {"test": str(path.resolve())}}, local=True)
+
+
+def _check_test_split(folder: Path, env_var: str, shown: str) -> None:
+    """The tasks read split ``test``; datasets names splits after file names (``foo.parquet`` is ``train``).
+
+    A card's ``configs`` (README.md front matter) may name the splits itself: then datasets decides.
+    """
+    readme = folder / "README.md"
+    if readme.is_file() and "configs:" in readme.read_text(encoding="utf-8", errors="replace"):
+        return
+    try:
+        from datasets.data_files import get_data_patterns
+
+        splits = sorted(str(s) for s in get_data_patterns(str(folder)))
+    except Exception:  # datasets will say what it makes of the folder
+        return
+    if "test" not in splits:
+        raise DataUnavailable(
+            f"{env_var}={shown!r}: datasets reads this folder as split(s) {splits}, the tasks read 'test'; name the "
+            "files test*.parquet (or data/test-*.parquet), or set the variable to one parquet file"
+        )

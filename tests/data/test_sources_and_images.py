@@ -171,3 +171,10 @@ def test_undecoded_leaves_an_undecoded_column_as_it_is():
 
     ds = _image_rows(datasets.Image(decode=False))
     assert undecoded(ds, "images") is ds
+
+
+def test_a_local_folder_without_a_test_split_fails_naming_the_split_it_has(monkeypatch, tmp_path):
+    (tmp_path / "mmsi.parquet").write_bytes(b"PAR1")  # datasets would call this split 'train'
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path))
+    with pytest.raises(DataUnavailable, match=r"as split\(s\) \['train'\], the tasks read 'test'; name the files"):
+        dataset_source("mmsi")
