@@ -154,3 +154,36 @@ def test_mmsi_offline_reads_a_snapshot_copied_into_the_cache_as_a_local_folder(h
     source = dataset_source("mmsi")
     assert source.local and source.path == str(snapshot)
     assert datasets.load_dataset(source.path)["test"]["id"] == [1]
+
+
+def test_online_the_release_comes_from_snapshot_download_with_the_allow_patterns(hf_home, monkeypatch):
+    snapshot = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    calls = []
+
+    def fake_download(repo_id, **kwargs):
+        calls.append((repo_id, kwargs))
+        return str(snapshot)
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", fake_download)
+    assert Path(dataset_source("osr_bench").path).parent.name == snapshot.name
+    ((repo_id, kwargs),) = calls
+    assert (repo_id, kwargs["repo_type"], kwargs["revision"]) == ("UUUserna/OSR-Bench", "dataset", "main")
+    assert kwargs["allow_patterns"] == ["qa.csv", "qa_with_negative.csv", "data/*/rgb.png", "README.md"]
+    assert kwargs["cache_dir"] == str(hf_home / "hub")
+
+
+def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home, monkeypatch):
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+
+    def no_connection(repo_id, **kwargs):
+        raise LocalEntryNotFoundError("Connection error, and we cannot find the requested files in the disk cache.")
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", no_connection)
+    with pytest.raises(DataUnavailable) as caught:
+        dataset_source("dori")
+    message = str(caught.value)
+    assert message.startswith("dori: cannot download appledora/DORI-Benchmark@main (Connection error, and we")
+    assert "LMMS_SPATIAL_DORI_PATH" in message and "LMMS_SPATIAL_DORI_REVISION" in message and "\n" not in message
