@@ -7,7 +7,8 @@ Layouts (what was verified and what is assumed is in each hub card):
   skills_tested), ``data/<scene>/rgb.png``; turn 0 of a scene is its cognitive map.
 - ODI-Bench: an image folder plus ``QAs/<task>.jsonl`` (keys not published: the converter's spellings).
 - DORI: question files with images beside them (layout not published: the converter's spellings).
-- MMSI-Bench: parquet in the normalised layout (``data/test-*.parquet``).
+- MMSI-Bench: one ``MMSI_Bench.parquet`` at the top (several independent loaders read that file)
+  and a card whose ``configs`` make it split ``test`` (assumed: the tasks read ``test`` online).
 """
 
 from __future__ import annotations
@@ -118,3 +119,17 @@ def dori_release() -> dict[str, bytes]:
     files = {f"images/{i}.png": png((90 * i, 30, 30)) for i in range(2)}
     files["questions.jsonl"] = "".join(json.dumps(r) + "\n" for r in rows).encode()
     return files
+
+
+MMSI_CARD = b"""---
+configs:
+- config_name: default
+  data_files:
+  - split: test
+    path: MMSI_Bench.parquet
+---
+"""
+
+
+def mmsi_release(parquet: bytes) -> dict[str, bytes]:
+    return {"README.md": MMSI_CARD, "MMSI_Bench.parquet": parquet}

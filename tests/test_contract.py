@@ -81,8 +81,10 @@ def test_hub_card_declares_the_features_of_the_normalised_schema(key, fixture_da
     card = (REPO / "hub_cards" / key / "README.md").read_text()
     front = yaml.safe_load(card.split("---")[1])
     assert front["configs"] and front["license"] and front["task_categories"]
-    features = datasets.Features._from_yaml_list(front["dataset_info"]["features"])
+    info = front["dataset_info"]
+    by_config = {e["config_name"]: e for e in info} if isinstance(info, list) else {"default": info}
     for config in front["configs"]:  # every config's files, as the card lays them out, in the fixture folder
+        features = datasets.Features._from_yaml_list(by_config[config["config_name"]]["features"])
         for files in config["data_files"]:
             fixture = datasets.load_dataset("parquet", data_files=str(fixture_datasets[key] / files["path"]))["train"]
             assert features == fixture.features, f"{key} config {config['config_name']}"
@@ -222,3 +224,40 @@ print(json.dumps({{"threads": threading.active_count() - threads, "heavy": heavy
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report == {"threads": 0, "heavy": []}, report
+
+
+def test_every_card_is_read_by_datasets_without_a_warning_and_describes_every_config(caplog):
+    """`datasets` drops a card's dataset_info with a logged warning when it is malformed (e.g. splits
+    without num_bytes): the viewer then shows nothing of it. Every config needs its own features."""
+    import logging
+
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard
+
+    logger = logging.getLogger("datasets")
+    logger.addHandler(caplog.handler)
+    try:
+        for key in sorted(DEMO_BENCHMARKS):
+            caplog.clear()
+            data = DatasetCard.load(REPO / "hub_cards" / key / "README.md").data
+            infos = DatasetInfosDict.from_dataset_card_data(data)
+            configs = MetadataConfigs.from_dataset_card_data(data)
+            assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [], key
+            assert set(infos) == set(configs), f"{key}: dataset_info per config {sorted(infos)} vs {sorted(configs)}"
+    finally:
+        logger.removeHandler(caplog.handler)
+
+
+def test_the_cards_declare_the_columns_of_the_schemas_including_mmsi_descriptive_ones():
+    from huggingface_hub import DatasetCard
+
+    from lmms_spatial.data import schemas
+
+    expected = {"mmsi": schemas.MMSI_FEATURES, "dori": schemas.DORI_FEATURES, "odi_bench": schemas.ODI_FEATURES,
+                "osr_bench": schemas.OSR_FEATURES}  # fmt: skip
+    for key, features in expected.items():
+        info = DatasetCard.load(REPO / "hub_cards" / key / "README.md").data.dataset_info
+        for entry in info if isinstance(info, list) else [info]:
+            assert datasets.Features._from_yaml_list(entry["features"]) == features, key
+    assert {"mean_normed_duration_seconds", "difficulty"} <= set(schemas.MMSI_FEATURES)

@@ -1,4 +1,4 @@
-"""Equirectangular (ERP) images up to 12K wide: decode once, optionally at a capped resolution.
+"""Equirectangular (ERP) images up to 18.7K wide: decode once, optionally at a capped resolution.
 
 ODI-Bench images are up to 12,000 × 6,000 pixels (216 MB as decoded RGB). The tasks keep the
 image column undecoded (``datasets.Image(decode=False)``, see :func:`undecoded`), so a dataset
@@ -26,6 +26,8 @@ import io
 import math
 import os
 import re
+import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -121,21 +123,41 @@ class ResolutionCap:
 FULL_RESOLUTION = ResolutionCap()
 
 
+# ODI-Bench's panoramas reach 18.7K x 9.35K = 175 MP: over Pillow's decompression-bomb warning
+# (89.5 MP) and just under its error (179 MP). Panoramas are large by design and decoded
+# deliberately (reduced while decoding when capped), so opening one never warns or fails on
+# size alone below this bound; every other image keeps Pillow's own limit.
+ERP_MAX_PIXELS = 1_000_000_000
+_LIMIT_LOCK = threading.Lock()
+
+
+def _open(fp: Any) -> Image.Image:
+    with _LIMIT_LOCK:
+        saved = Image.MAX_IMAGE_PIXELS
+        Image.MAX_IMAGE_PIXELS = ERP_MAX_PIXELS // 2  # Pillow errors at twice the limit, warns above it
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                return Image.open(fp)
+        finally:
+            Image.MAX_IMAGE_PIXELS = saved
+
+
 def open_erp(value: Any, *, doc_id: Any = "<no id>", field: str = "image") -> Image.Image:
     """A lazily opened image (header parsed, pixels not decoded) from bytes, a dict, a path or a PIL image."""
     try:
         if isinstance(value, Image.Image):
             return value
         if isinstance(value, (bytes, bytearray, memoryview)):
-            return Image.open(io.BytesIO(bytes(value)))
+            return _open(io.BytesIO(bytes(value)))
         if isinstance(value, Mapping):
             if value.get("bytes"):
-                return Image.open(io.BytesIO(value["bytes"]))
+                return _open(io.BytesIO(value["bytes"]))
             if value.get("path"):
-                return Image.open(value["path"])
+                return _open(value["path"])
             raise ValueError("image dict has neither bytes nor path")
         if isinstance(value, str):
-            return Image.open(value)
+            return _open(value)
         raise TypeError(f"unsupported image value of type {type(value).__name__}")
     except Exception as exc:
         raise BadDocumentError(doc_id, field, f"cannot open image ({exc})") from exc

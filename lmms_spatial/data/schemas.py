@@ -18,6 +18,9 @@ MMSI_FEATURES = datasets.Features(
         "question": datasets.Value("string"),
         "answer": datasets.Value("string"),
         "thought": datasets.Value("string"),
+        # also in the release (MMSI_Bench.parquet, per independent loaders); not read by the tasks
+        "mean_normed_duration_seconds": datasets.Value("float64"),
+        "difficulty": datasets.Value("string"),
     }
 )
 

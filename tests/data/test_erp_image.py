@@ -79,3 +79,22 @@ def test_yaw_pitch_round_trips_through_pixels():
 def test_yaw_maps_to_the_nearest_direction_word():
     assert yaw_to_direction(-170) == "back"
     assert yaw_to_direction(50, eight=True) == "front-right"
+
+
+def test_a_panorama_over_pillows_bomb_limits_opens_without_warning_while_other_images_keep_the_limit(monkeypatch):
+    import io
+    import warnings
+
+    from PIL import Image
+
+    from lmms_spatial.data.erp_image import decode_erp
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 32), "white").save(buffer, format="JPEG")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # 2,048 px is over twice the limit: an error in Pillow
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(io.BytesIO(buffer.getvalue()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        assert decode_erp(buffer.getvalue()).size == (64, 32)
+    assert Image.MAX_IMAGE_PIXELS == 1000  # restored for everyone else

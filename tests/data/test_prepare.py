@@ -11,7 +11,7 @@ import datasets
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from hub_releases import dori_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
+from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
 
 import lmms_spatial.data.convert as convert  # noqa: E402
 from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
@@ -149,7 +149,7 @@ def test_mmsi_offline_reads_a_snapshot_copied_into_the_cache_as_a_local_folder(h
     snapshot = place_in_hub_cache(
         hf_home / "hub",
         "RunsenXu/MMSI-Bench",
-        {"data/test-00000-of-00001.parquet": (tmp_path / "t.parquet").read_bytes()},
+        mmsi_release((tmp_path / "t.parquet").read_bytes()),
     )
     source = dataset_source("mmsi")
     assert source.local and source.path == str(snapshot)

@@ -68,6 +68,7 @@ def build_mmsi(out_dir: Path, n: int = 12, seed: int = 0) -> Path:
     rng = random.Random(seed)
     kinds = ["left_of", "camera_motion", "largest"]
     rows = {"id": [], "images": [], "question_type": [], "question": [], "answer": [], "thought": []}
+    rows |= {"mean_normed_duration_seconds": [], "difficulty": []}
     for i in range(n):
         objects = _scene(rng)
         moves_right = rng.random() < 0.5
@@ -82,6 +83,9 @@ def build_mmsi(out_dir: Path, n: int = 12, seed: int = 0) -> Path:
         rows["question"].append(question)
         rows["answer"].append(answer)
         rows["thought"].append(thought)
+        # the release's two descriptive columns, filled without touching the rng (answers unchanged)
+        rows["mean_normed_duration_seconds"].append((i % 5 - 2) * 0.5)
+        rows["difficulty"].append(("easy", "medium", "hard")[i % 3])
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"
