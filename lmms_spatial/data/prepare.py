@@ -32,24 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from lmms_spatial.data.sources import Benchmark, DataUnavailable, _offline
+from lmms_spatial.data.sources import Benchmark, DataUnavailable, _offline, hf_home, hub_cache
 
 # bump when a converter's output changes: prepared copies made by an older one are remade
 PREPARED_FORMAT = 1
 MARKER = "lmms_spatial_prepared.json"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
-
-def hf_home() -> Path:
-    return Path(
-        os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "huggingface"
-    ).expanduser()
-
-
-def hub_cache() -> Path:
-    """Read now, not at import: tests and launchers set ``HF_HUB_CACHE`` / ``HF_HOME`` late."""
-    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
-    return Path(explicit).expanduser() if explicit else hf_home() / "hub"
 
 
 def prepared_root(bench: Benchmark) -> Path:

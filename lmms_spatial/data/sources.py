@@ -80,12 +80,21 @@ def _offline() -> bool:
 _OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
+def hf_home() -> Path:
+    default = Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "huggingface"
+    return Path(os.environ.get("HF_HOME") or default).expanduser()
+
+
+def hub_cache() -> Path:
+    """Read now, not at import (as ``huggingface_hub.constants`` is): launchers and tests set it late."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    return Path(explicit).expanduser() if explicit else hf_home() / "hub"
+
+
 def _in_hub_cache(repo_id: str) -> bool:
     """Whether a snapshot of the dataset ``repo_id`` is in the Hugging Face cache (no network)."""
-    from huggingface_hub import constants
-
-    folder = Path(constants.HF_HUB_CACHE) / f"datasets--{repo_id.replace('/', '--')}" / "snapshots"
-    datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE", Path(constants.HF_HOME) / "datasets"))
+    folder = hub_cache() / f"datasets--{repo_id.replace('/', '--')}" / "snapshots"
+    datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or hf_home() / "datasets")
     prepared = datasets_cache / repo_id.replace("/", "___").lower()
     return (folder.is_dir() and any(folder.iterdir())) or prepared.is_dir()
 

@@ -66,8 +66,8 @@ def test_an_empty_local_folder_fails_naming_the_variable(monkeypatch, tmp_path):
 def test_offline_without_the_dataset_in_the_cache_fails_at_once(monkeypatch, tmp_path):
     monkeypatch.delenv("LMMS_SPATIAL_MMSI_PATH", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr("huggingface_hub.constants.HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # the hub cache is HF_HOME/hub
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
     with pytest.raises(DataUnavailable, match="offline .* RunsenXu/MMSI-Bench is not in the Hugging Face cache"):
         dataset_source("mmsi")

@@ -10,6 +10,7 @@ strictly (no row skipped) and turns every way a release can disagree with the co
 from __future__ import annotations
 
 import importlib
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,7 +54,7 @@ def describe_release(root: Path, limit: int = 8) -> str:
     if not root.is_dir():
         return f"{root} does not exist"
     top = sorted(p.name + ("/" if p.is_dir() else "") for p in root.iterdir() if not p.name.startswith("."))
-    files = [p for p in root.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.parts[-1:])]
+    files = [p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")]
     kinds = Counter(p.suffix.lower() or "(no suffix)" for p in files)
     shown = ", ".join(top[:limit]) + (f" and {len(top) - limit} more" if len(top) > limit else "")
     counted = ", ".join(f"{n} {k}" for k, n in kinds.most_common(6)) or "none"
@@ -89,16 +90,20 @@ def _columns(path: Path) -> str:
         return f"an unreadable first row ({type(exc).__name__})"
 
 
+def print_rejects(rejects: Sequence[str], limit: int = 50) -> None:
+    """The command-line converters' list of rejected rows, on stderr, at most ``limit`` of them."""
+    for line in rejects[:limit]:
+        print(f"REJECT {line}", file=sys.stderr)
+    if len(rejects) > limit:
+        print(f"... and {len(rejects) - limit} more rejects", file=sys.stderr)
+
+
 def convert_release(key: str, src: Path, out: Path) -> None:
     """Convert a downloaded release strictly; any disagreement becomes :class:`ReleaseMismatch`."""
     mod = module(key)
     try:
-        if key == "mmperspective":
-            raise ReleaseMismatch("MMPerspective has no public release to convert automatically")
         result = mod.convert(Path(src), Path(out), embed_images=False)  # point at the download, never copy it
         rejects: Sequence[object] = getattr(result, "rejects", None) or getattr(result, "problems", None) or []
-    except ReleaseMismatch:
-        raise
     except SystemExit as exc:  # the command-line converters exit with their message
         rejects = [exc.code if isinstance(exc.code, str) else f"exit status {exc.code}"]
     except Exception as exc:  # noqa: BLE001 - every failure is reported with the release's contents

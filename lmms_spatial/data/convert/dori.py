@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.convert import print_rejects
 from lmms_spatial.data.safe_files import (
     UnsafeFileError,
     parse_csv,
@@ -364,10 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-bad", action="store_true", help="write the rows that convert; list the others")
     args = parser.parse_args(argv)
     report = convert(args.src, args.out, skip_bad=args.skip_bad)
-    for line in report.rejects[:50]:
-        print(f"REJECT {line}", file=sys.stderr)
-    if len(report.rejects) > 50:
-        print(f"... and {len(report.rejects) - 50} more rejects", file=sys.stderr)
+    print_rejects(report.rejects)
     print(f"{report.rows} rows in {len(report.files)} files; {report.written} written, {len(report.rejects)} rejected")
     return 0 if report.written and (not report.rejects or args.skip_bad) else 1
 

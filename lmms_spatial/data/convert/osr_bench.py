@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.convert import print_rejects
 from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes, resolve_inside
 from lmms_spatial.metrics.osr_bench import GRID, SKILLS
 
@@ -185,10 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     except UnsafeFileError as exc:  # an image file that is not an image
         print(f"convert_osr_bench: {exc}", file=sys.stderr)
         return 1
-    for line in report.rejects[:50]:
-        print(f"REJECT {line}", file=sys.stderr)
-    if len(report.rejects) > 50:
-        print(f"... and {len(report.rejects) - 50} more rejects", file=sys.stderr)
+    print_rejects(report.rejects)
     print(f"questions {report.rows}; written {report.written}; {len(report.rejects)} rejected")
     return 0 if not report.rejects or args.skip_bad else 1
 
