@@ -26,15 +26,13 @@ import io
 import math
 import os
 import re
-import threading
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image
 
-from lmms_spatial.data.images import BadDocumentError, load_strictly
+from lmms_spatial.data.images import BadDocumentError, load_strictly, rebound
 
 ENV_MAX_PIXELS = "LMMS_SPATIAL_ODI_MAX_PIXELS"
 ENV_RESIZE = "LMMS_SPATIAL_ODI_RESIZE"
@@ -126,21 +124,13 @@ FULL_RESOLUTION = ResolutionCap()
 # ODI-Bench's panoramas reach 18.7K x 9.35K = 175 MP: over Pillow's decompression-bomb warning
 # (89.5 MP) and just under its error (179 MP). Panoramas are large by design and decoded
 # deliberately (reduced while decoding when capped), so opening one never warns or fails on
-# size alone below this bound; every other image keeps Pillow's own limit.
+# size alone below this bound; every other image, and every other thread, keeps Pillow's limit.
 ERP_MAX_PIXELS = 1_000_000_000
-_LIMIT_LOCK = threading.Lock()
-
-
-def _open(fp: Any) -> Image.Image:
-    with _LIMIT_LOCK:
-        saved = Image.MAX_IMAGE_PIXELS
-        Image.MAX_IMAGE_PIXELS = ERP_MAX_PIXELS // 2  # Pillow errors at twice the limit, warns above it
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-                return Image.open(fp)
-        finally:
-            Image.MAX_IMAGE_PIXELS = saved
+# Pillow errors at twice its limit and warns above it: the limit is half our bound
+_open = rebound(
+    Image.open,
+    _decompression_bomb_check=rebound(Image._decompression_bomb_check, MAX_IMAGE_PIXELS=ERP_MAX_PIXELS // 2),
+)
 
 
 def open_erp(value: Any, *, doc_id: Any = "<no id>", field: str = "image") -> Image.Image:

@@ -33,20 +33,24 @@ def require(doc: Mapping[str, Any], field: str) -> Any:
     return doc[field]
 
 
-def _strict_loader():
-    """``ImageFile.ImageFile.load`` reading its own ``LOAD_TRUNCATED_IMAGES = False``.
+def rebound(function: types.FunctionType, **overrides: Any) -> types.FunctionType:
+    """``function`` bound to a private copy of its module globals, with ``overrides`` in it.
 
-    lmms-eval sets ``ImageFile.LOAD_TRUNCATED_IMAGES = True`` process-wide (``api/task.py``),
-    which makes Pillow pad a truncated image with grey and say nothing. Flipping that global
-    back is not thread-safe (decoding runs in worker threads, next to lmms-eval's own), so this
-    is the same function bound to a private copy of its module globals with the flag off.
+    A Pillow setting that is a module global (``LOAD_TRUNCATED_IMAGES``, ``MAX_IMAGE_PIXELS``)
+    changed for our calls only: flipping the global itself is not thread-safe (decoding runs in
+    worker threads, next to lmms-eval's own) and would change it for everyone else.
     """
-    load = ImageFile.ImageFile.load
-    strict_globals = {**load.__globals__, "LOAD_TRUNCATED_IMAGES": False}
-    return types.FunctionType(load.__code__, strict_globals, "strict_load", load.__defaults__, load.__closure__)
+    copy_ = types.FunctionType(
+        function.__code__, {**function.__globals__, **overrides}, function.__name__, function.__defaults__,
+        function.__closure__,
+    )  # fmt: skip
+    copy_.__kwdefaults__ = function.__kwdefaults__
+    return copy_
 
 
-_STRICT_LOAD = _strict_loader()
+# lmms-eval sets ``ImageFile.LOAD_TRUNCATED_IMAGES = True`` process-wide (``api/task.py``), which
+# makes Pillow pad a truncated image with grey and say nothing: our loads read it as False.
+_STRICT_LOAD = rebound(ImageFile.ImageFile.load, LOAD_TRUNCATED_IMAGES=False)
 
 
 def load_strictly(image: Image.Image) -> None:
