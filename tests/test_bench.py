@@ -99,7 +99,7 @@ def test_steady_state_without_added_documents_or_growth_reports_none_with_a_reas
 def test_steady_runs_need_a_limit_and_skip_when_every_task_ran_out_of_documents(tmp_path):
     import argparse
 
-    from lmms_spatial.bench import _steady_runs
+    from lmms_spatial.bench.end_to_end import _steady_runs
 
     def steady(limit, docs):  # neither case starts lmms-eval (no command would run: "false")
         return _steady_runs(argparse.Namespace(limit=limit), ["false"], {}, tmp_path, docs, {})
@@ -112,7 +112,8 @@ def test_steady_runs_need_a_limit_and_skip_when_every_task_ran_out_of_documents(
 
 
 def test_summary_checks_the_steady_share_against_five_percent():
-    from lmms_spatial.bench import STEADY_SHARE_BUDGET, _summary, format_report
+    from lmms_spatial.bench import STEADY_SHARE_BUDGET, format_report
+    from lmms_spatial.bench import summary as _summary
 
     assert STEADY_SHARE_BUDGET == 0.05
     e2e = {"model": "m", "batch_size": 1, "docs": 8, "wall_s": 30.0, "docs_per_s": 0.267, "our_cpu_ms_per_doc": 3.0,
