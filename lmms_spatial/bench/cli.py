@@ -21,6 +21,7 @@ from lmms_spatial.bench.measure import peak_rss_mb
 from lmms_spatial.bench.odi_decode import QWEN_MAX_PIXELS, bench_odi_decode
 from lmms_spatial.bench.osr import bench_osr_calls, bench_osr_scoring
 from lmms_spatial.bench.report import compare, format_report, summary
+from lmms_spatial.bench.runners import add_runner_arguments, compare_runners, resolve_runner_defaults
 from lmms_spatial.bench.tasks import bench_tasks, benchmark_of
 
 
@@ -33,6 +34,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     tasks = args.tasks or demo_tasks()
     sections = set(args.only.split(",")) if args.only else {"tasks", "odi", "osr_scoring", "osr_calls", "e2e"}
+    if getattr(args, "runners", False):
+        sections.add("runners")
     image_sizes = None
     if not args.use_env_data:
         from lmms_spatial.bench.real_images import inventory, real_size_data
@@ -83,6 +86,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         report["osr_calls"] = bench_osr_calls(env, work)
     if "e2e" in sections and args.model:
         report["end_to_end"] = bench_end_to_end(args, tasks, env, work, report.get("tasks", {}))
+    if "runners" in sections:
+        resolve_runner_defaults(args)
+        report["runners"] = compare_runners(args, tasks, env, work / "runners", report.get("tasks", {}))
     report["meta"]["peak_rss_mb"] = round(peak_rss_mb(), 1)
     report["summary"] = summary(report)
     return report
@@ -92,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", type=lambda s: s.split(","), default=None, help="default: every demo task")
     parser.add_argument("--docs", type=int, default=20, help="documents measured per task (cycled; default 20)")
     parser.add_argument("--tiny", action="store_true", help="CI mode: 2 docs/task, small ODI image, OSR/100")
-    parser.add_argument("--only", help="comma-separated sections: tasks,odi,osr_scoring,osr_calls,e2e")
+    parser.add_argument("--only", help="comma-separated sections: tasks,odi,osr_scoring,osr_calls,e2e,runners")
     parser.add_argument(
         "--use-env-data",
         action="store_true",
@@ -125,6 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", help="working folder (default: a new temporary folder)")
     parser.add_argument("--json", help="write the report here")
     parser.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two JSON reports and exit")
+    add_runner_arguments(parser)
 
 
 def main_args(args: argparse.Namespace) -> int:

@@ -104,9 +104,10 @@ class Floor:
         return {
             "tokens": self.tokens,
             "patches": self.patches,
-            "tflop": round(self.flops / 1e12, 3),
+            "flops": self.flops,
+            "tflop": float(f"{self.flops / 1e12:.4g}"),
             "peak_tflops": self.peak_tflops,
-            "ms": round(self.ms, 2),
+            "ms": float(f"{self.ms:.4g}"),
         }
 
 

@@ -105,6 +105,11 @@ def format_report(report: dict[str, Any]) -> str:
             )
             if e.get("steady"):
                 lines.append(_steady_text(e))
+    runners = report.get("runners")
+    if runners:
+        from lmms_spatial.bench.runners import format_runner_table
+
+        lines.append("\n" + (f"runners: {runners['error']}" if "error" in runners else format_runner_table(runners)))
     lines.append(f"\npeak RSS of the harness: {report['meta']['peak_rss_mb']} MB")
     for key, value in report.get("summary", {}).items():
         lines.append(f"check {key}: {value}")

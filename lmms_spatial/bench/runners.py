@@ -72,10 +72,11 @@ def document_shapes(tasks: list[str], limit: int, checkpoint: Path, min_pixels: 
     from qwen_vl_utils import process_vision_info
     from transformers import AutoProcessor
 
-    from lmms_spatial.bench import _load_pixels, _quiet_logs, to_messages
+    from lmms_spatial.bench.measure import quiet_logs
+    from lmms_spatial.bench.tasks import _load_pixels, to_messages
     from lmms_spatial.paths import tasks_dir
 
-    _quiet_logs()
+    quiet_logs()
     processors = {
         backend: AutoProcessor.from_pretrained(
             checkpoint, min_pixels=min_pixels, max_pixels=max_pixels, use_fast=backend == "torchvision"
@@ -144,7 +145,7 @@ def _totals(lines: list[dict[str, float]]) -> dict[str, float]:
 def compare_runners(args: argparse.Namespace, tasks: list[str], env: dict[str, str], work: Path,
                     cpu_rows: dict[str, dict]) -> dict[str, Any]:  # fmt: skip
     """Build the checkpoint, count the documents, run both runners in steady state; one report dict."""
-    from lmms_spatial.bench import bench_end_to_end
+    from lmms_spatial.bench.end_to_end import bench_end_to_end
 
     if not args.limit:
         return {"error": "--runners needs --limit L (the steady state compares --limit 2L with --limit L)"}
@@ -240,7 +241,7 @@ def format_runner_table(report: dict[str, Any]) -> str:
         f"attn {report['attn_implementation']}, batch {report['batch_size']}, --limit {report['limit']} vs "
         f"{2 * report['limit']}",
         "",
-        f"Compute floor: {f['tflop']} TFLOP/doc = {f['ms']} ms at {f['peak_tflops']:g} TFLOP/s "
+        f"Compute floor: {f['tflop']:g} TFLOP/doc = {f['ms']:g} ms at {f['peak_tflops']:g} TFLOP/s "
         f"(LLM {report['params']['llm'] / 1e9:.2f} B x {f['tokens']:.0f} tokens + vision "
         f"{report['params']['vision'] / 1e9:.2f} B x {f['patches']:.0f} patches)",
         "",
@@ -251,8 +252,9 @@ def format_runner_table(report: dict[str, Any]) -> str:
         cells = [row["steady_ms_per_doc"], row["floor_ratio"], row["ours_on_critical_path_ms_per_doc"],
                  row["prep_ms_per_doc"], row["generate_ms_per_doc"]]  # fmt: skip
         text = " | ".join("n/a" if c is None else f"{c:g}" for c in cells)
-        reason = row.get("error") or row.get("steady_reason")
-        lines.append(f"| {runner} | {text} |" + (f" ({reason})" if reason and row["steady_ms_per_doc"] is None else ""))
+        reason = (row.get("error") or row.get("steady_reason") or "").strip().splitlines()
+        why = f" ({reason[-1][:300]})" if reason and row["steady_ms_per_doc"] is None else ""
+        lines.append(f"| {runner} | {text} |{why}")
     p = report["preprocess_ms_per_doc_host"]
     lines += [
         "",
