@@ -278,6 +278,32 @@ def test_score_many_returns_verdicts_in_input_order(server: FakeJudgeServer, mak
     assert [v.score for v in verdicts] == [expected_score(i) for i in range(10)]
 
 
+def test_score_many_shows_a_bar_that_counts_every_item(
+    server: FakeJudgeServer, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tqdm.auto
+
+    bars: list[dict[str, Any]] = []
+
+    class Recorded:
+        def __init__(self, total: int, desc: str, disable: bool, unit: str) -> None:
+            self.state = {"total": total, "desc": desc, "shown": not disable, "n": 0}
+            bars.append(self.state)
+
+        def update(self, n: int) -> None:
+            self.state["n"] += n
+
+        def __enter__(self) -> Recorded:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorded)
+    Judge("osr_negative", make_config()).score_many([osr_item(i) for i in range(7)], progress=True)
+    assert bars == [{"total": 7, "desc": "judge osr_negative (fake-judge)", "shown": True, "n": 7}]
+
+
 def test_judge_none_scores_with_the_rubric_fallback_and_says_so(
     server: FakeJudgeServer, make_config: MakeConfig, cache_dir: Path
 ) -> None:
