@@ -83,3 +83,46 @@ def lmms_eval(offline_env, tmp_path):
         return run_lmms_eval(list(args), {**offline_env, **(env or {})}, out, expect_results)
 
     return _run
+
+
+@dataclass
+class RecordedBar:
+    """What a :func:`lmms_spatial.progress.progress` bar was asked to show: total, label, count reached."""
+
+    iterable: object = None
+    total: int | None = None
+    desc: str = ""
+    unit: str = ""
+    n: int = 0
+
+    def __iter__(self):
+        for item in self.iterable:
+            yield item
+            self.n += 1
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@pytest.fixture
+def progress_bars(monkeypatch) -> list[RecordedBar]:
+    """Every progress bar made during the test (in order), recorded instead of drawn."""
+    import lmms_spatial.progress
+
+    bars: list[RecordedBar] = []
+
+    def record(iterable=None, total=None, desc="", unit="", **_options) -> RecordedBar:
+        bars.append(RecordedBar(iterable, total, desc, unit))
+        return bars[-1]
+
+    monkeypatch.setattr(lmms_spatial.progress, "tqdm", record)
+    return bars

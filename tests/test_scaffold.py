@@ -34,6 +34,7 @@ EXPECTED_FILES = {
     f"hub_cards/{NAME}/README.md",
     f"scripts/convert_{NAME}.py",
     f"lmms_spatial/data/demo/{NAME}.py",
+    f"lmms_spatial/data/registry/{NAME}.py",
     f"tests/metrics/test_{NAME}.py",
     f"tests/scripts/test_convert_{NAME}.py",
     f"tests/e2e/test_{NAME}_cli.py",

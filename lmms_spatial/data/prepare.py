@@ -32,7 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lmms_spatial.data.sources import Benchmark, DataUnavailable, _offline, hf_home, hub_cache
+from lmms_spatial.data.benchmark import Benchmark
+from lmms_spatial.data.sources import DataUnavailable, _offline, hf_home, hub_cache
 
 # bump when a converter's output changes: prepared copies made by an older one are remade
 PREPARED_FORMAT = 1

@@ -10,6 +10,9 @@ so the environment is read every time the YAML is loaded and users can run offli
 A folder is handed to ``datasets.load_dataset`` as is (a Hub snapshot, or our normalised
 layout with ``test*.parquet`` / ``data/test-*.parquet``); a single file is loaded as the
 ``test`` split with the builder its suffix names.
+
+Which benchmarks exist is :mod:`lmms_spatial.data.registry`'s business (``BENCHMARKS`` is
+read from there); this module only resolves where a registered benchmark's data is.
 """
 
 from __future__ import annotations
@@ -18,50 +21,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Benchmark:
-    key: str
-    hub_id: str
-    env_var: str
-    # the Hub release is already the layout the tasks read (else it must be converted first)
-    hub_is_normalised: bool = True
-    # key in lmms_spatial.data.convert.CONVERTERS ("" = none)
-    converter: str = ""
-    # what of the release to download (None: everything), and the revision used unless
-    # LMMS_SPATIAL_<NAME>_REVISION says otherwise (no commit of these releases could be checked
-    # from here: "main", and the prepared copy is keyed by the commit it was made from)
-    allow_patterns: tuple[str, ...] | None = None
-    revision: str = "main"
-
-    @property
-    def revision_var(self) -> str:
-        return self.env_var.removesuffix("_PATH") + "_REVISION"
+from lmms_spatial.data.benchmark import Benchmark
+from lmms_spatial.data.registry import BENCHMARKS
 
 
 class DataUnavailable(RuntimeError):
     """A benchmark's data cannot be read as configured; the message is one line naming the fix."""
 
-
-BENCHMARKS: dict[str, Benchmark] = {
-    b.key: b
-    for b in (
-        Benchmark("mmsi", "RunsenXu/MMSI-Bench", "LMMS_SPATIAL_MMSI_PATH"),
-        Benchmark("dori", "appledora/DORI-Benchmark", "LMMS_SPATIAL_DORI_PATH", False, "dori"),
-        # no public data yet: local copy only
-        Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", converter="mmperspective"),
-        Benchmark("odi_bench", "LiuYang66/ODI-Bench", "LMMS_SPATIAL_ODI_PATH", False, "odi_bench"),
-        Benchmark(
-            "osr_bench",
-            "UUUserna/OSR-Bench",
-            "LMMS_SPATIAL_OSR_PATH",
-            False,
-            "osr_bench",
-            # the two QA tables and one panorama per scene; not the per-scene JSON, depth or layouts
-            allow_patterns=("qa.csv", "qa_with_negative.csv", "data/*/rgb.png", "README.md"),
-        ),
-    )
-}
 
 _BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv", ".arrow": "arrow"}
 
@@ -133,8 +99,6 @@ def hub_source(bench: Benchmark) -> DatasetSource:
 
 def dataset_source(key: str) -> DatasetSource:
     """Resolve a benchmark's data location now (its env var, else the Hub release if usable)."""
-    if key not in BENCHMARKS:  # declared by its demo module (lmms-spatial new-task): registered on import
-        import lmms_spatial.data.demo  # noqa: F401
     bench = BENCHMARKS[key]
     local = os.environ.get(bench.env_var, "").strip()
     if not local:

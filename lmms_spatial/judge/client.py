@@ -12,7 +12,7 @@ One :class:`Judge` per (rubric, config), shared by every thread of a process thr
 * **Bounded concurrency.** A semaphore caps requests in flight at ``config.concurrency`` per
   judge, whether they come from :meth:`Judge.score_many`'s thread pool or from lmms-eval's
   ``process_results`` threads; identical requests in flight at once are sent only once.
-* **Retries.** 429 / 408 / 409 / 5xx, timeouts and connection errors are retried with
+* **Retries** (``tenacity``). 429 / 408 / 409 / 5xx, timeouts and connection errors are retried with
   exponential backoff (``backoff_base * 2**attempt``, capped at ``backoff_max``, times
   ``1 + jitter * U[0, 1)`` from a per-judge RNG seeded with ``config.seed``, and at least a
   429's ``Retry-After``). When retries run out — or the endpoint refuses the request (401,
@@ -122,7 +122,12 @@ def _is_retryable(exc: BaseException) -> bool:
     return False
 
 
-def _retry_after(exc: BaseException) -> float | None:
+def _pause(seconds: float) -> None:
+    """The wait between two attempts (a module function, so a test can record the waits instead of sleeping)."""
+    time.sleep(seconds)
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
     response = getattr(exc, "response", None)
     value = getattr(response, "headers", {}).get("retry-after") if response is not None else None
     try:
@@ -328,11 +333,19 @@ class Judge:
         details = {"parse_error": error, "attempts": len(replies), "earlier_replies": replies[:-1]}
         return CacheEntry(0.0, UNPARSED_REASON, replies[-1], None, details)
 
-    def _backoff(self, attempt: int, exc: BaseException) -> float:
-        delay = min(self.config.backoff_max, self.config.backoff_base * (2**attempt))
+    def _wait(self, state: Any) -> float:
+        """Seconds before the next attempt (tenacity ``wait``): exponential, capped, seeded jitter, Retry-After.
+
+        ``backoff_base * 2**attempt`` capped at ``backoff_max`` (tenacity's ``wait_exponential``), times
+        ``1 + jitter * U[0, 1)`` from this judge's RNG (seeded: the same run waits the same), and at least
+        a 429's ``Retry-After`` (itself capped at ``backoff_max``).
+        """
+        import tenacity
+
+        delay = tenacity.wait_exponential(multiplier=self.config.backoff_base, max=self.config.backoff_max)(state)
         with self._lock:
             delay *= 1.0 + self.config.jitter * self._rng.random()
-        hinted = _retry_after(exc)
+        hinted = _retry_after(state.outcome.exception())
         if hinted is not None:
             delay = max(delay, min(hinted, self.config.backoff_max))
         return delay
@@ -345,6 +358,7 @@ class Judge:
     def _complete(self, request: dict[str, Any]) -> str:
         """One chat completion with retries; the reply text ("" if the endpoint sent an empty one)."""
         import openai
+        import tenacity
 
         down = self._down
         if down is not None and time.monotonic() - down[0] < self.config.unavailable_cooldown:
@@ -357,33 +371,42 @@ class Judge:
             ) from down[1]
         client = self._get_client()
         base_url = str(client.base_url)
-        last: BaseException | None = None
         attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
-            try:
-                with self._semaphore:
-                    response = client.chat.completions.create(**request)
-                text = reply_text(response)
-            except Exception as exc:
-                if not _is_retryable(exc):
-                    if isinstance(exc, openai.APIStatusError):
-                        raise JudgeUnavailableError(
-                            self._redact(
-                                f"judge endpoint {base_url} refused the request for model {self.config.model!r} "
-                                f"with HTTP {exc.status_code}: {exc.message}"
-                            ),
-                            base_url=base_url,
-                            model=self.config.model,
-                        ) from None  # the cause's text may hold the key
-                    raise
-                last = exc
-                if attempt + 1 < attempts:
-                    self.stats.add(retries=1)
-                    time.sleep(self._backoff(attempt, exc))
-                continue
-            self.stats.add(judge_calls=1)
-            self._down = None
-            return text
+
+        def send() -> str:
+            with self._semaphore:
+                response = client.chat.completions.create(**request)
+            return reply_text(response)
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(attempts),
+            wait=self._wait,
+            retry=tenacity.retry_if_exception(_is_retryable),
+            before_sleep=lambda _state: self.stats.add(retries=1),  # a retry is counted when it is decided
+            sleep=_pause,
+            reraise=True,  # the last attempt's own exception, not tenacity.RetryError
+        )
+        try:
+            text = retrying(send)
+        except Exception as exc:
+            if _is_retryable(exc):  # every attempt failed
+                raise self._mark_unavailable(exc, attempts, base_url) from None  # the cause's text may hold the key
+            if isinstance(exc, openai.APIStatusError):
+                raise JudgeUnavailableError(
+                    self._redact(
+                        f"judge endpoint {base_url} refused the request for model {self.config.model!r} "
+                        f"with HTTP {exc.status_code}: {exc.message}"
+                    ),
+                    base_url=base_url,
+                    model=self.config.model,
+                ) from None  # the cause's text may hold the key
+            raise
+        self.stats.add(judge_calls=1)
+        self._down = None
+        return text
+
+    def _mark_unavailable(self, last: BaseException, attempts: int, base_url: str) -> JudgeUnavailableError:
+        """The error after the last attempt (redacted text of ``last`` in it); starts the cooldown."""
         error = JudgeUnavailableError(
             self._redact(
                 f"judge unavailable: {attempts} attempt(s) to reach {base_url} with model {self.config.model!r} "
@@ -395,7 +418,7 @@ class Judge:
             model=self.config.model,
         )
         self._down = (time.monotonic(), error)
-        raise error from None  # the cause's text may hold the key; its redacted text is in the message
+        return error
 
     def score_many(
         self, items: Iterable[Mapping[str, Any]], *, progress: bool | None = None, desc: str | None = None

@@ -30,11 +30,17 @@ def cell_text(cell: Cell, digits: int, ci: bool = True) -> str:
     return text
 
 
-_MARKDOWN_SPECIAL = set("\\`*_|<>[]")
+# CommonMark lets any ASCII punctuation be backslash-escaped; these would end the cell (|), start
+# emphasis, code, links or HTML, GitHub's strikethrough (~) or GitHub's math ($)
+_MARKDOWN_SPECIAL = set("\\`*_|<>[]~$")
 
 
 def _md(text: str) -> str:
-    """Text for a Markdown table cell: characters that would end the cell or start markup escaped."""
+    """Text for a Markdown table cell: characters that would end the cell or start markup escaped.
+
+    By hand rather than through a table library: pytablewriter escapes only ``|`` and pandas'
+    ``to_markdown`` nothing, and our rows need bold/italic labels and CI cells anyway.
+    """
     return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in " ".join(str(text).split()))
 
 
@@ -89,12 +95,18 @@ _LATEX_ESCAPES = {
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
     "\\": r"\textbackslash{}",
+    # in LaTeX's default OT1 font encoding these print as an em dash, ¡ and ¿
+    "|": r"\textbar{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
     "–": "--",
 }
 
 
 def _tex(text: str) -> str:
-    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+    """Text for a LaTeX cell: the ten special characters (pandas' ``to_latex`` set) and ``| < >`` as text
+    commands; whitespace collapsed, since a blank line inside a ``tabular`` cell is an error."""
+    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in " ".join(str(text).split()))
 
 
 def latex(table: Table, ci: bool = True) -> str:
@@ -111,7 +123,7 @@ def latex(table: Table, ci: bool = True) -> str:
         return text
 
     lines = [
-        f"% {_tex(table.title)} -- source: {table.source}",
+        f"% {_tex(table.title)} -- source: {' '.join(table.source.split())}",  # one line: a comment
         "\\begin{tabular}{l" + "r" * len(table.headers) + "}",
         "\\toprule",
         "Model & " + " & ".join(_tex(h) for h in table.headers) + " \\\\",

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.progress import progress
 from lmms_spatial.reports import render
 from lmms_spatial.reports.runs import Run, load_runs
 from lmms_spatial.reports.tables import SEED, Table, build_tables
@@ -77,7 +78,7 @@ def _mmsi_diagnosis(run: Run) -> str | None:
 
 def analyses(runs: Sequence[Run], diagnose_mmsi: bool = False) -> list[str]:
     out = []
-    for run in runs:
+    for run in progress(runs, total=len(runs), desc="report: analyses", unit="run"):
         candidates = (_dori_analysis(run), _odi_anchoring(run), _mmsi_diagnosis(run) if diagnose_mmsi else None)
         found = [a for a in candidates if a]
         if found:

@@ -33,6 +33,7 @@ from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.metrics.dori import GRANULARITIES, seed_summary
 from lmms_spatial.metrics.dori import TASKS as DORI_TASKS
 from lmms_spatial.metrics.mmsi import CATEGORIES as MMSI_CATEGORIES
+from lmms_spatial.progress import progress
 from lmms_spatial.reports import references
 from lmms_spatial.reports.citations import CITATIONS
 from lmms_spatial.reports.runs import Run, group_by_label
@@ -449,4 +450,7 @@ def layouts() -> list[Layout]:
 
 
 def build_tables(runs: Sequence[Run], *, seed: int = SEED, ci: bool = True) -> list[Table]:
-    return [t for layout in layouts() if (t := build_table(layout, runs, seed=seed, ci=ci)) is not None]
+    """Every paper table some run has tasks for (bootstrap CIs over the samples files: the slow part)."""
+    candidates = layouts()
+    bar = progress(candidates, total=len(candidates), desc="report: tables", unit="table")
+    return [t for layout in bar if (t := build_table(layout, runs, seed=seed, ci=ci)) is not None]

@@ -6,9 +6,11 @@ synthetic multiple-choice fixture, the task, its metrics, hub card, converter an
 Generated code is ruff clean and passes the contract tests and its own tests as is; the
 contributor then replaces the scaffold's rules with the paper's (see CONTRIBUTING.md).
 
-Nothing shared is edited: the benchmark registers itself through its demo module
-(``BENCHMARK``, ``build``, ``DEMO_TASKS`` in ``lmms_spatial/data/demo/<key>.py``), which
-``lmms_spatial.data.demo`` discovers.
+Nothing shared is edited: the benchmark registers itself through its own module
+``lmms_spatial/data/registry/<key>.py`` (``BENCHMARK``: key, Hub id, environment variable),
+which ``lmms_spatial.data.registry`` discovers, and gets its demo data through
+``lmms_spatial/data/demo/<key>.py`` (``build``, ``DEMO_TASKS``), which ``lmms_spatial.data.demo``
+discovers.
 """
 
 from __future__ import annotations
@@ -73,10 +75,10 @@ def validate_name(name: str, repo: Path) -> None:
         )
     if keyword.iskeyword(name):
         raise ScaffoldError(f"{name!r} is a Python keyword")
-    from lmms_spatial.data.sources import BENCHMARKS
+    from lmms_spatial.data.registry import BENCHMARKS
 
     if name in BENCHMARKS:
-        raise ScaffoldError(f"{name!r} is already a benchmark key in lmms_spatial.data.sources.BENCHMARKS")
+        raise ScaffoldError(f"{name!r} is already a benchmark key in lmms_spatial.data.registry.BENCHMARKS")
     existing = [rel for rel in (target_path(t, name) for t in template_files()) if (repo / rel).exists()]
     if (repo / "tasks" / name).exists():
         existing.insert(0, f"tasks/{name}/")
@@ -149,7 +151,7 @@ tests/e2e/test_{name}_cli.py   # green as generated
   3. lmms_spatial/data/demo/{name}.py + hub_cards/{name}/README.md: the real columns, a fixture like the data
   4. scripts/convert_{name}.py: the official release -> that layout
   5. tests: replace the hand-computed values as the rules change; README task table and data table
-  Data: export {env_var}=/path/to/converted  (the Hub id lives in BENCHMARK in the demo module)"""
+  Data: export {env_var}=/path/to/converted  (the Hub id lives in lmms_spatial/data/registry/{name}.py)"""
 
 
 def next_steps(name: str) -> str:

@@ -127,6 +127,49 @@ def test_transient_http_errors_are_retried(server: FakeJudgeServer, make_config:
     assert (judge.stats.retries, judge.stats.judge_calls) == (1, 1)
 
 
+def _scripted(replies: list[FakeReply]) -> Callable[[dict[str, Any]], FakeReply | str]:
+    """The given replies in order, then the right verdict."""
+    queue = list(replies)
+    return lambda request: queue.pop(0) if queue else osr_reply(request)
+
+
+def test_retry_waits_double_up_to_the_cap_and_honour_retry_after(
+    server: FakeJudgeServer, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lmms_spatial.judge import client
+
+    waits: list[float] = []
+    monkeypatch.setattr(client, "_pause", waits.append)
+    # base 0.01 s, cap 0.05 s, no jitter: 0.01 after the 503; 0.02 after the 429, raised to its Retry-After
+    # of 0.03; 0.04 after the next 429, raised to its Retry-After of 10 s capped at 0.05
+    server.handler = _scripted(
+        [FakeReply(status=503), FakeReply(status=429, headers={"Retry-After": "0.03"}),
+         FakeReply(status=429, headers={"Retry-After": "10"})]
+    )  # fmt: skip
+    judge = Judge("osr_negative", make_config(max_retries=3))
+    assert judge.score(osr_item(2)).score == 1.0
+    assert waits == pytest.approx([0.01, 0.03, 0.05])
+    assert (server.request_count, judge.stats.retries, judge.stats.judge_calls) == (4, 3, 1)
+
+
+def test_retry_jitter_is_drawn_from_the_judge_s_seed(
+    server: FakeJudgeServer, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lmms_spatial.judge import client
+
+    def waits_with(seed: int) -> list[float]:
+        waits: list[float] = []
+        monkeypatch.setattr(client, "_pause", waits.append)
+        server.handler = _scripted([FakeReply(status=500), FakeReply(status=500)])
+        Judge("osr_negative", make_config(jitter=0.5, seed=seed, cache_dir=None)).score(osr_item(1))
+        return waits
+
+    first = waits_with(7)
+    assert first == waits_with(7) != waits_with(8)
+    # 0.01 and 0.02 s, each stretched by 1 + 0.5 * U[0, 1)
+    assert 0.01 <= first[0] < 0.015 and 0.02 <= first[1] < 0.03
+
+
 def test_a_request_slower_than_the_client_timeout_is_retried(server: FakeJudgeServer, make_config: MakeConfig) -> None:
     calls = 0
 
@@ -233,6 +276,32 @@ def test_score_many_returns_verdicts_in_input_order(server: FakeJudgeServer, mak
     server.handler = slower_for_early_items
     verdicts = Judge("osr_negative", make_config(concurrency=8)).score_many([osr_item(i) for i in range(10)])
     assert [v.score for v in verdicts] == [expected_score(i) for i in range(10)]
+
+
+def test_score_many_shows_a_bar_that_counts_every_item(
+    server: FakeJudgeServer, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tqdm.auto
+
+    bars: list[dict[str, Any]] = []
+
+    class Recorded:
+        def __init__(self, total: int, desc: str, disable: bool, unit: str) -> None:
+            self.state = {"total": total, "desc": desc, "shown": not disable, "n": 0}
+            bars.append(self.state)
+
+        def update(self, n: int) -> None:
+            self.state["n"] += n
+
+        def __enter__(self) -> Recorded:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorded)
+    Judge("osr_negative", make_config()).score_many([osr_item(i) for i in range(7)], progress=True)
+    assert bars == [{"total": 7, "desc": "judge osr_negative (fake-judge)", "shown": True, "n": 7}]
 
 
 def test_judge_none_scores_with_the_rubric_fallback_and_says_so(

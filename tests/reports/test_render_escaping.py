@@ -15,14 +15,28 @@ def _table() -> Table:
 
 def test_markdown_escapes_what_would_split_the_cell_or_start_markup():
     text = render.markdown(_table(), ci=False)
-    assert "| **a\\_b~c^d\\\\e\\|f\\*g** | 0.5 |" in text
+    assert "| **a\\_b\\~c^d\\\\e\\|f\\*g** | 0.5 |" in text
     assert "| Model | Acc\\_1 |" in text
 
 
-def test_latex_escapes_tilde_caret_and_backslash():
+def test_latex_escapes_tilde_caret_backslash_and_bar():
     text = render.latex(_table(), ci=False)
-    assert "a\\_b\\textasciitilde{}c\\textasciicircum{}d\\textbackslash{}e|f*g & 0.5 \\\\" in text
+    assert "a\\_b\\textasciitilde{}c\\textasciicircum{}d\\textbackslash{}e\\textbar{}f*g & 0.5 \\\\" in text
     assert "Model & Acc\\_1 \\\\" in text
+
+
+def _row_text(render_table, name: str) -> str:
+    table = Table("t", "T", "src", ["Acc"], rows=[Row(name, "model", [Cell(0.5)])])
+    return next(line for line in render_table(table, ci=False).splitlines() if "0.5" in line)
+
+
+def test_latex_escapes_every_special_character_and_keeps_a_cell_on_one_line():
+    line = _row_text(render.latex, "&%$#_{}<>\n\nx")
+    assert line == "\\&\\%\\$\\#\\_\\{\\}\\textless{}\\textgreater{} x & 0.5 \\\\"
+
+
+def test_markdown_escapes_math_dollars_brackets_and_html():
+    assert _row_text(render.markdown, "$x$ [a](b) <i>`c`") == "| **\\$x\\$ \\[a\\](b) \\<i\\>\\`c\\`** | 0.5 |"
 
 
 def test_csv_keeps_the_name_as_it_is():

@@ -121,6 +121,16 @@ def test_build_collects_analyses_only_when_samples_allow(two_models):
     assert report["analyses"] == []  # close-ended only: no anchoring, no DORI
 
 
+def test_report_shows_a_bar_over_every_table_layout_and_every_run(two_models, progress_bars):
+    from lmms_spatial.reports.tables import layouts
+
+    build([two_models])
+    assert [(b.desc, b.total, b.n) for b in progress_bars] == [
+        ("report: tables", len(layouts()), len(layouts())),
+        ("report: analyses", 2, 2),  # the two runs
+    ]
+
+
 def test_a_model_run_with_non_default_settings_is_named_under_the_table(tmp_path):
     cap = {"LMMS_SPATIAL_ODI_MAX_PIXELS": "524288"}
     write_run(tmp_path / "a", "20260101_000000", "samples=a", odi_scores(0), mmsi_scores(0), odi_options=cap)

@@ -158,3 +158,9 @@ def test_a_question_file_that_is_not_json_stops_with_one_line(release, tmp_path)
     (release / "zz.jsonl").write_text('{"id": "z", "task": ')
     with pytest.raises(SystemExit, match=r"convert_dori: .*zz.jsonl:1: not valid JSON"):
         convert_dori.convert(release, tmp_path / "out")
+
+
+def test_conversion_shows_a_bar_over_every_question_row(release, tmp_path, progress_bars):
+    convert_dori.convert(release, tmp_path / "out")
+    (bar,) = progress_bars
+    assert (bar.desc, bar.total, bar.n, bar.unit) == ("convert dori", 3, 3, "row")  # 2 JSONL rows + 1 CSV row

@@ -131,3 +131,11 @@ def test_a_malformed_question_file_is_one_line_naming_it(images, tmp_path, name,
     questions.write_bytes(content)
     with pytest.raises(convert_mmperspective.ConversionError, match=message):
         convert_mmperspective.convert(images, questions, tmp_path / "out")
+
+
+def test_conversion_shows_a_bar_over_every_question(images, tmp_path, progress_bars):
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps(QUESTIONS))
+    convert_mmperspective.convert(images, questions, tmp_path / "out")
+    (bar,) = progress_bars
+    assert (bar.desc, bar.total, bar.n) == ("convert mmperspective", 4, 4)

@@ -129,3 +129,9 @@ def test_skip_bad_writes_the_good_rows_and_the_cli_lists_the_rest(release, tmp_p
     captured = capsys.readouterr()
     assert "wrote 5 questions" in captured.out
     assert "ocr.jsonl:1: field 'answer': answer letter 'E' out of range for 2 options" in captured.err
+
+
+def test_writing_shows_a_bar_over_every_row(release, tmp_path, progress_bars):
+    conv.convert(release, tmp_path / "out", rows_per_shard=3, row_group=2)  # shards of 3 + 2, groups of 2 + 1
+    (bar,) = progress_bars
+    assert (bar.desc, bar.total, bar.n) == ("convert odi_bench", 5, 5)

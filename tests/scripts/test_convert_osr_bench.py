@@ -109,3 +109,12 @@ def test_an_image_id_leaving_the_release_folder_is_rejected_not_read(release, tm
     report = convert_osr.convert(release, tmp_path / "out")
     assert any("points outside the input folder" in r for r in report.rejects), report.rejects
     assert not (tmp_path / "out" / "standard").exists()
+
+
+def test_conversion_shows_a_bar_per_config_over_its_question_rows(release, tmp_path, progress_bars):
+    convert_osr.convert(release, tmp_path / "out")
+    # 2 scenes x 2 questions (turn 0 is the map) in each config
+    assert [(b.desc, b.total, b.n) for b in progress_bars] == [
+        ("convert osr_bench standard", 4, 4),
+        ("convert osr_bench negative", 4, 4),
+    ]

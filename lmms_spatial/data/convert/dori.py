@@ -50,6 +50,7 @@ from lmms_spatial.data.safe_files import (
 )
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
 from lmms_spatial.metrics.extraction import LETTERS
+from lmms_spatial.progress import progress
 
 TASK_ALIASES = {
     "q1": "view_parallelism",
@@ -333,21 +334,24 @@ def convert(src: Path, out_dir: Path, *, skip_bad: bool = False, embed_images: b
     report = Report(files=[str(f.relative_to(src)) for f in files])
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for f in files:
-        rel = f.relative_to(src)
-        for i, row in enumerate(_read_rows(f)):
-            report.rows += 1
-            try:
-                converted = convert_row(
-                    row, base_dirs=[f.parent, src], default_id=f"{rel}:{i}", embed_images=embed_images
-                )
-                if converted["id"] in seen:
-                    raise RowError("id", f"duplicate id {converted['id']!r}")
-            except RowError as exc:
-                report.rejects.append(f"{rel} row {i}: {exc}")
-                continue
-            seen.add(converted["id"])
-            rows.append(converted)
+    per_file = [(f, list(_read_rows(f))) for f in files]  # question rows only (no image bytes): the bar's total
+    with progress(total=sum(len(r) for _f, r in per_file), desc="convert dori", unit="row") as bar:
+        for f, file_rows in per_file:
+            rel = f.relative_to(src)
+            for i, row in enumerate(file_rows):
+                report.rows += 1
+                bar.update(1)
+                try:
+                    converted = convert_row(
+                        row, base_dirs=[f.parent, src], default_id=f"{rel}:{i}", embed_images=embed_images
+                    )
+                    if converted["id"] in seen:
+                        raise RowError("id", f"duplicate id {converted['id']!r}")
+                except RowError as exc:
+                    report.rejects.append(f"{rel} row {i}: {exc}")
+                    continue
+                seen.add(converted["id"])
+                rows.append(converted)
     if report.rejects and not skip_bad:
         return report
     if not rows:

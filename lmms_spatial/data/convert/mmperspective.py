@@ -30,6 +30,7 @@ from lmms_spatial.data.safe_files import (
     resolve_inside,
 )
 from lmms_spatial.metrics.extraction import LETTERS
+from lmms_spatial.progress import progress
 from lmms_spatial.tasks.mmperspective.schema import COLUMNS, check_rows, features
 
 
@@ -131,7 +132,11 @@ def convert(images_dir: Path, questions: Path, out_dir: Path) -> Path:
     records = read_records(Path(questions))
     if not records:
         raise ConversionError(f"{questions}: no questions")
-    rows = [normalise_record(r, i, images_dir) for i, r in enumerate(records)]
+    rows = []
+    with progress(total=len(records), desc="convert mmperspective", unit="row") as bar:
+        for i, record in enumerate(records):
+            rows.append(normalise_record(record, i, images_dir))  # the images are read here
+            bar.update(1)
     try:
         check_rows(rows)
     except BadDocumentError as exc:

@@ -49,6 +49,7 @@ from typing import Any
 from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes, resolve_inside
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.metrics.odi_bench import TASKS, normalise_task
+from lmms_spatial.progress import progress
 
 ID_KEYS = ("id", "qid", "question_id", "qa_id", "idx", "index")
 TASK_KEYS = ("task", "task_type", "category", "type")
@@ -410,28 +411,30 @@ def write_parquet(
     out_dir.mkdir(parents=True, exist_ok=True)
     n_shards = max(1, -(-len(rows) // rows_per_shard))
     written = []
-    for shard in range(n_shards):
-        path = out_dir / f"test-{shard:05d}-of-{n_shards:05d}.parquet"
-        chunk = rows[shard * rows_per_shard : (shard + 1) * rows_per_shard]
-        with pq.ParquetWriter(str(path), schema) as writer:
-            for start in range(0, len(chunk), row_group):
-                group = chunk[start : start + row_group]
-                columns = {
-                    "id": [r["id"] for r in group],
-                    "image": [
-                        {"bytes": read_image_bytes(r["_image_path"]), "path": r["_image_path"].name}
-                        if embed_images
-                        else {"bytes": None, "path": str(Path(r["_image_path"]).absolute())}
-                        for r in group
-                    ],
-                    "task": [r["task"] for r in group],
-                    "question": [r["question"] for r in group],
-                    "options": [r["options"] for r in group],
-                    "answer": [r["answer"] for r in group],
-                    "answer_text": [r["answer_text"] for r in group],
-                }
-                writer.write_table(pa.Table.from_pydict(columns, schema=schema))
-        written.append(path)
+    with progress(total=len(rows), desc="convert odi_bench", unit="row") as bar:
+        for shard in range(n_shards):
+            path = out_dir / f"test-{shard:05d}-of-{n_shards:05d}.parquet"
+            chunk = rows[shard * rows_per_shard : (shard + 1) * rows_per_shard]
+            with pq.ParquetWriter(str(path), schema) as writer:
+                for start in range(0, len(chunk), row_group):
+                    group = chunk[start : start + row_group]
+                    columns = {
+                        "id": [r["id"] for r in group],
+                        "image": [
+                            {"bytes": read_image_bytes(r["_image_path"]), "path": r["_image_path"].name}
+                            if embed_images
+                            else {"bytes": None, "path": str(Path(r["_image_path"]).absolute())}
+                            for r in group
+                        ],
+                        "task": [r["task"] for r in group],
+                        "question": [r["question"] for r in group],
+                        "options": [r["options"] for r in group],
+                        "answer": [r["answer"] for r in group],
+                        "answer_text": [r["answer_text"] for r in group],
+                    }
+                    writer.write_table(pa.Table.from_pydict(columns, schema=schema))
+                    bar.update(len(group))
+            written.append(path)
     return written
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from lmms_spatial.data.convert import print_rejects
 from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes, resolve_inside
 from lmms_spatial.metrics.osr_bench import GRID, SKILLS
+from lmms_spatial.progress import progress
 
 CONFIG_FILES = {"standard": "qa.csv", "negative": "qa_with_negative.csv"}
 REQUIRED_COLUMNS = ("image_id", "turn_id", "question", "answer", "skills_tested")
@@ -147,9 +148,11 @@ def convert_config(
         return
     folder = out_dir / config
     folder.mkdir(parents=True, exist_ok=True)
-    for n, start in enumerate(range(0, len(good), shard_size)):
-        shard = [{**r, "image": _image_cell(*r["image"], embed_images)} for r in good[start : start + shard_size]]
-        datasets.Dataset.from_list(shard, features=OSR_FEATURES).to_parquet(str(folder / f"test-{n:05d}.parquet"))
+    with progress(total=len(good), desc=f"convert osr_bench {config}", unit="row") as bar:
+        for n, start in enumerate(range(0, len(good), shard_size)):
+            shard = [{**r, "image": _image_cell(*r["image"], embed_images)} for r in good[start : start + shard_size]]
+            datasets.Dataset.from_list(shard, features=OSR_FEATURES).to_parquet(str(folder / f"test-{n:05d}.parquet"))
+            bar.update(len(shard))
     report.written[config] = len(good)
 
 

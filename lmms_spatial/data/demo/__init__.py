@@ -19,7 +19,7 @@ from lmms_spatial.data.demo.odi_bench import DEMO_TASKS as _ODI_BENCH_TASKS
 from lmms_spatial.data.demo.odi_bench import build_odi_bench
 from lmms_spatial.data.demo.osr_bench import DEMO_TASKS as _OSR_BENCH_TASKS
 from lmms_spatial.data.demo.osr_bench import build_osr_bench
-from lmms_spatial.data.sources import BENCHMARKS
+from lmms_spatial.data.registry import BENCHMARKS
 from lmms_spatial.metrics.dori import GRANULARITIES as _DORI_GRANULARITIES
 from lmms_spatial.metrics.dori import TASKS as _DORI_TASKS
 
@@ -36,13 +36,15 @@ DEMO_BENCHMARKS: dict[str, tuple[Callable[[Path, int], Path], list[str]]] = {
 }
 
 
-def _discover_declared_benchmarks() -> None:
-    """Add every demo module that declares ``BENCHMARK``, ``build`` and ``DEMO_TASKS``.
+def _discover_demo_modules() -> None:
+    """Add every demo module ``<key>.py`` that holds ``build`` and ``DEMO_TASKS``.
 
-    New benchmarks (``lmms-spatial new-task``) register themselves this way: their module
-    ``lmms_spatial/data/demo/<key>.py`` holds ``BENCHMARK = Benchmark(key, hub_id, env_var)``,
-    the fixture builder ``build(out_dir, n)`` and the tasks the demo runs. Entries above win;
-    discovered ones follow in module-name order and are added to ``sources.BENCHMARKS``.
+    New benchmarks (``lmms-spatial new-task``) get their demo data this way: the module
+    ``lmms_spatial/data/demo/<key>.py`` holds the fixture builder ``build(out_dir, n)`` and the
+    tasks the demo runs; the benchmark itself (key, Hub id, environment variable) is declared
+    in ``lmms_spatial/data/registry/<key>.py``, which this needs and never the other way round.
+    Entries above win; discovered ones follow in module-name order. Helper modules (drawing,
+    projections) hold neither name and are skipped.
     """
     import importlib
     import pkgutil
@@ -51,14 +53,18 @@ def _discover_declared_benchmarks() -> None:
         if info.name.startswith("_") or info.name in DEMO_BENCHMARKS:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
-        bench = getattr(module, "BENCHMARK", None)
-        if bench is None or bench.key in DEMO_BENCHMARKS:
+        if not (hasattr(module, "build") and hasattr(module, "DEMO_TASKS")):
             continue
-        DEMO_BENCHMARKS[bench.key] = (module.build, list(module.DEMO_TASKS))
-        BENCHMARKS.setdefault(bench.key, bench)
+        if info.name not in BENCHMARKS:
+            raise ValueError(
+                f"lmms_spatial/data/demo/{info.name}.py builds demo data for {info.name!r}, which is not a registered "
+                f"benchmark: declare it in lmms_spatial/data/registry/{info.name}.py "
+                f"(BENCHMARK = Benchmark({info.name!r}, hub_id, env_var))"
+            )
+        DEMO_BENCHMARKS[info.name] = (module.build, list(module.DEMO_TASKS))
 
 
-_discover_declared_benchmarks()
+_discover_demo_modules()
 
 
 def build_demo_data(root: Path, n: int | None = None) -> dict[str, str]:
