@@ -24,10 +24,17 @@ from PIL import Image
 GRID_SIZE = 10
 
 
-def place_in_hub_cache(hub_cache: Path, repo_id: str, files: dict[str, bytes], revision: str = "main") -> Path:
-    """Write ``files`` as a cached snapshot of dataset ``repo_id``; returns the snapshot folder."""
+def place_in_hub_cache(
+    hub_cache: Path, repo_id: str, files: dict[str, bytes], revision: str = "main", commit: str | None = None
+) -> Path:
+    """Write ``files`` as a cached snapshot of dataset ``repo_id``; returns the snapshot folder.
+
+    The snapshot is named ``commit`` (a pinned release's commit), else a hash of the files.
+    """
     repo = Path(hub_cache) / f"datasets--{repo_id.replace('/', '--')}"
-    commit = hashlib.sha1(repr(sorted((k, hashlib.sha1(v).hexdigest()) for k, v in files.items())).encode()).hexdigest()
+    if commit is None:
+        digests = sorted((k, hashlib.sha1(v).hexdigest()) for k, v in files.items())
+        commit = hashlib.sha1(repr(digests).encode()).hexdigest()
     snapshot = repo / "snapshots" / commit
     (repo / "blobs").mkdir(parents=True, exist_ok=True)
     for name, data in files.items():

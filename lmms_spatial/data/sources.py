@@ -29,8 +29,8 @@ class Benchmark:
     # key in lmms_spatial.data.convert.CONVERTERS ("" = none)
     converter: str = ""
     # what of the release to download (None: everything), and the revision used unless
-    # LMMS_SPATIAL_<NAME>_REVISION says otherwise (no commit of these releases could be checked
-    # from here: "main", and the prepared copy is keyed by the commit it was made from)
+    # LMMS_SPATIAL_<NAME>_REVISION says otherwise: a commit where one was checked (MMSI_REVISION),
+    # else "main" (the prepared copy is keyed by the commit it was made from either way)
     allow_patterns: tuple[str, ...] | None = None
     revision: str = "main"
 
@@ -43,10 +43,15 @@ class DataUnavailable(RuntimeError):
     """A benchmark's data cannot be read as configured; the message is one line naming the fix."""
 
 
+# RunsenXu/MMSI-Bench's commit holding MMSI_Bench.parquet (1,000 rows), as pinned by several third-party
+# evaluation code bases (one checked it against the Hub API, one checks the file's SHA-256; see
+# hub_cards/mmsi/README.md). DORI, ODI-Bench, OSR-Bench: no commit could be checked, so "main".
+MMSI_REVISION = "ec7c92bfaf7728fcca1d61e3e224e190af309436"
+
 BENCHMARKS: dict[str, Benchmark] = {
     b.key: b
     for b in (
-        Benchmark("mmsi", "RunsenXu/MMSI-Bench", "LMMS_SPATIAL_MMSI_PATH"),
+        Benchmark("mmsi", "RunsenXu/MMSI-Bench", "LMMS_SPATIAL_MMSI_PATH", revision=MMSI_REVISION),
         Benchmark("dori", "appledora/DORI-Benchmark", "LMMS_SPATIAL_DORI_PATH", False, "dori"),
         # no public data yet: local copy only
         Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", converter="mmperspective"),
@@ -93,10 +98,19 @@ def hub_cache() -> Path:
 
 def _in_hub_cache(repo_id: str) -> bool:
     """Whether a snapshot of the dataset ``repo_id`` is in the Hugging Face cache (no network)."""
+    return bool(cached_commits(repo_id)) or _in_datasets_cache(repo_id)
+
+
+def cached_commits(repo_id: str) -> list[str]:
+    """The commits of dataset ``repo_id`` whose snapshots are in the Hub cache, sorted (no network)."""
     folder = hub_cache() / f"datasets--{repo_id.replace('/', '--')}" / "snapshots"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def _in_datasets_cache(repo_id: str) -> bool:
+    """Whether ``datasets`` prepared ``repo_id`` itself (it then reads it offline at any revision)."""
     datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or hf_home() / "datasets")
-    prepared = datasets_cache / repo_id.replace("/", "___").lower()
-    return (folder.is_dir() and any(folder.iterdir())) or prepared.is_dir()
+    return (datasets_cache / repo_id.replace("/", "___").lower()).is_dir()
 
 
 def hub_source(bench: Benchmark) -> DatasetSource:
@@ -123,6 +137,13 @@ def hub_source(bench: Benchmark) -> DatasetSource:
         snapshot = cached_snapshot(bench, revision)
         if snapshot is not None:
             return DatasetSource(str(snapshot), {}, local=True)
+        others = cached_commits(bench.hub_id)
+        if others and not _in_datasets_cache(bench.hub_id):  # e.g. a copied cache of another commit
+            raise DataUnavailable(
+                f"{bench.key}: offline ({'/'.join(_OFFLINE_VARS)}) and {bench.hub_id}@{revision} is not in the "
+                f"Hugging Face cache, which holds commit(s) {', '.join(others)}; set {bench.revision_var} to one "
+                f"of them, download {revision} once with network access, or set {bench.env_var} to a local copy"
+            )
         if not _in_hub_cache(bench.hub_id):
             raise DataUnavailable(
                 f"{bench.key}: offline ({'/'.join(_OFFLINE_VARS)}) and {bench.hub_id} is not in the Hugging Face "

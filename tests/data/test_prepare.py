@@ -15,7 +15,7 @@ from hub_releases import dori_release, mmsi_release, odi_release, osr_release, p
 
 import lmms_spatial.data.convert as convert  # noqa: E402
 from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
-from lmms_spatial.data.sources import BENCHMARKS, DataUnavailable, dataset_source  # noqa: E402
+from lmms_spatial.data.sources import BENCHMARKS, MMSI_REVISION, DataUnavailable, dataset_source  # noqa: E402
 
 
 @pytest.fixture
@@ -105,14 +105,15 @@ def test_offline_without_the_release_fails_in_one_line_naming_the_fixes(hf_home)
 
 def test_a_revision_override_selects_that_snapshot_and_an_unknown_one_is_named(hf_home, monkeypatch):
     old = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release(scenes=("old",)), revision="v0")
-    place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
+    new = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
     monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", old.name)  # a commit
     assert Path(dataset_source("osr_bench").path).parent.name == old.name
     monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", "v0")  # a tag
     assert Path(dataset_source("osr_bench").path).parent.name == old.name
     monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", "v9")
-    with pytest.raises(DataUnavailable, match=r"UUUserna/OSR-Bench@v9 is not in the Hugging Face cache"):
+    with pytest.raises(DataUnavailable, match=r"UUUserna/OSR-Bench@v9 is not in the Hugging Face cache") as caught:
         dataset_source("osr_bench")
+    assert f"(it holds commit(s) {', '.join(sorted([old.name, new.name]))})" in str(caught.value)
 
 
 def test_a_release_in_another_layout_is_described_found_versus_expected(hf_home):
@@ -143,17 +144,30 @@ def test_a_partial_download_names_the_missing_file_and_leaves_no_prepared_copy(h
     assert not (hf_home / "lmms_spatial" / "osr_bench" / snapshot.name).exists()
 
 
-def test_mmsi_offline_reads_a_snapshot_copied_into_the_cache_as_a_local_folder(hf_home, tmp_path):
-    table = datasets.Dataset.from_list([{"id": 1, "question": "q", "answer": "A"}])
-    table.to_parquet(str(tmp_path / "t.parquet"))
+def _mmsi_parquet(tmp_path, ids) -> bytes:
+    datasets.Dataset.from_list([{"id": i, "question": "q", "answer": "A"} for i in ids]).to_parquet(
+        str(tmp_path / "t.parquet")
+    )
+    return (tmp_path / "t.parquet").read_bytes()
+
+
+def test_mmsi_offline_reads_its_pinned_commit_copied_into_the_cache_as_a_local_folder(hf_home, tmp_path):
     snapshot = place_in_hub_cache(
-        hf_home / "hub",
-        "RunsenXu/MMSI-Bench",
-        mmsi_release((tmp_path / "t.parquet").read_bytes()),
+        hf_home / "hub", "RunsenXu/MMSI-Bench", mmsi_release(_mmsi_parquet(tmp_path, [1])), commit=MMSI_REVISION
     )
     source = dataset_source("mmsi")
     assert source.local and source.path == str(snapshot)
     assert datasets.load_dataset(source.path)["test"]["id"] == [1]
+
+
+def test_mmsi_revision_main_reads_the_snapshot_main_points_at_instead_of_the_pin(hf_home, tmp_path, monkeypatch):
+    place_in_hub_cache(hf_home / "hub", "RunsenXu/MMSI-Bench", mmsi_release(b"pinned"), commit=MMSI_REVISION)
+    newer = place_in_hub_cache(
+        hf_home / "hub", "RunsenXu/MMSI-Bench", mmsi_release(_mmsi_parquet(tmp_path, [1, 2])), revision="main"
+    )
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_REVISION", "main")
+    source = dataset_source("mmsi")
+    assert source.path == str(newer) and datasets.load_dataset(source.path)["test"]["id"] == [1, 2]
 
 
 def test_online_the_release_comes_from_snapshot_download_with_the_allow_patterns(hf_home, monkeypatch):
