@@ -48,11 +48,32 @@ def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at
 
 @pytest.mark.parametrize(
     ("key", "repo", "files", "n"),
-    [("odi_bench", "LiuYang66/ODI-Bench", odi_release(), 4), ("dori", "appledora/DORI-Benchmark", dori_release(), 2)],
+    [("odi_bench", "LiuYang66/ODI-Bench", odi_release(), 6), ("dori", "appledora/DORI-Benchmark", dori_release(), 2)],
 )
 def test_odi_and_dori_releases_in_the_cache_become_one_test_split(hf_home, key, repo, files, n):
     place_in_hub_cache(hf_home / "hub", repo, files)
     assert len(datasets.load_dataset(dataset_source(key).path)["test"]) == n
+
+
+def test_the_odi_release_as_a_third_party_loader_reads_it_gets_its_tasks_from_the_file_names(hf_home):
+    snapshot = place_in_hub_cache(hf_home / "hub", "LiuYang66/ODI-Bench", odi_release())
+    test = datasets.load_dataset(dataset_source("odi_bench").path)["test"].cast_column(
+        "image", datasets.Image(decode=False)
+    )
+    by_task = {}
+    for row in test:
+        by_task.setdefault(row["task"], []).append((row["id"], row["answer"], Path(row["image"]["path"]).name))
+    assert by_task == {
+        "object_attribute": [
+            ("object_attribute_1", "A", "indoor_0001.jpg"),
+            ("object_attribute_2", "B", "outdoor_0002.jpg"),
+        ],
+        "existence": [("existence_1", "Yes", "indoor_0001.jpg"), ("existence_2", "No", "outdoor_0002.jpg")],
+        "egocentric_view_orientation": [("egocentric_view_orientation_1", "C", "indoor_0001.jpg")],
+        "allocentric_view_orientation": [("allocentric_view_orientation_1", "D", "outdoor_0002.jpg")],
+    }
+    assert test[0]["image"]["path"] == str(snapshot / "images_final" / "indoor_0001.jpg")
+    assert test[0]["answer_text"] == "red"  # no open-ended answer in the row: the correct option's text
 
 
 def test_a_prepared_copy_is_reused_and_remade_when_the_release_moved(hf_home, monkeypatch):

@@ -25,7 +25,8 @@ CONVERTERS: dict[str, tuple[str, str]] = {
     ),
     "odi_bench": (
         "lmms_spatial.data.convert.odi_bench",
-        "a QAs/ folder of per-task *.jsonl / *.json files (question, image, options, answer) and the ERP images",
+        "a QAs/ folder of per-task *.jsonl / *.json files (question, image, options, answer or correct; e.g. "
+        "QAs/existence.jsonl, QAs/allocentric.jsonl) and the ERP images they name (e.g. in images_final/)",
     ),
     "osr_bench": (
         "lmms_spatial.data.convert.osr_bench",
