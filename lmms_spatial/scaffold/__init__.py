@@ -8,7 +8,8 @@ contributor then replaces the scaffold's rules with the paper's (see CONTRIBUTIN
 
 Nothing shared is edited: the benchmark registers itself through its demo module
 (``BENCHMARK``, ``build``, ``DEMO_TASKS`` in ``lmms_spatial/data/demo/<key>.py``), which
-``lmms_spatial.data.demo`` discovers.
+``lmms_spatial.data.demo`` discovers, and its converter by being in
+``lmms_spatial/data/convert/<key>.py`` (``lmms-spatial convert <key>``; ``CONVERTERS`` finds it).
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ Next (CONTRIBUTING.md walks through each step):
 tests/e2e/test_{name}_cli.py   # green as generated
   2. metrics/{name}.py: the paper's prompt, categories and extraction strategy
   3. lmms_spatial/data/demo/{name}.py + hub_cards/{name}/README.md: the real columns, a fixture like the data
-  4. scripts/convert_{name}.py: the official release -> that layout
+  4. lmms_spatial/data/convert/{name}.py: the official release -> that layout (`lmms-spatial convert {name}`;
+     with hub_is_normalised=False, converter="{name}" in BENCHMARK the tasks convert the Hub release themselves)
   5. tests: replace the hand-computed values as the rules change; README task table and data table
   Data: export {env_var}=/path/to/converted  (the Hub id lives in BENCHMARK in the demo module)"""
 
