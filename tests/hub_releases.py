@@ -5,7 +5,8 @@ the snapshot's files being links into ``blobs/``. Tests then run with ``HF_HUB_O
 Layouts (what was verified and what is assumed is in each hub card):
 - OSR-Bench: ``qa.csv``, ``qa_with_negative.csv`` (image_id, turn_id, question, answer,
   skills_tested), ``data/<scene>/rgb.png``; turn 0 of a scene is its cognitive map.
-- ODI-Bench: an image folder plus ``QAs/<task>.jsonl`` (keys not published: the converter's spellings).
+- ODI-Bench: ``images_final/`` plus ``QAs/<task>.jsonl`` as a third-party loader reads them (keys not
+  published: the spellings that loader tries first).
 - DORI: question files with images beside them (layout not published: the converter's spellings).
 - MMSI-Bench: one ``MMSI_Bench.parquet`` at the top (several independent loaders read that file)
   and a card whose ``configs`` make it split ``test`` (assumed: the tasks read ``test`` online).
@@ -24,10 +25,17 @@ from PIL import Image
 GRID_SIZE = 10
 
 
-def place_in_hub_cache(hub_cache: Path, repo_id: str, files: dict[str, bytes], revision: str = "main") -> Path:
-    """Write ``files`` as a cached snapshot of dataset ``repo_id``; returns the snapshot folder."""
+def place_in_hub_cache(
+    hub_cache: Path, repo_id: str, files: dict[str, bytes], revision: str = "main", commit: str | None = None
+) -> Path:
+    """Write ``files`` as a cached snapshot of dataset ``repo_id``; returns the snapshot folder.
+
+    The snapshot is named ``commit`` (a pinned release's commit), else a hash of the files.
+    """
     repo = Path(hub_cache) / f"datasets--{repo_id.replace('/', '--')}"
-    commit = hashlib.sha1(repr(sorted((k, hashlib.sha1(v).hexdigest()) for k, v in files.items())).encode()).hexdigest()
+    if commit is None:
+        digests = sorted((k, hashlib.sha1(v).hexdigest()) for k, v in files.items())
+        commit = hashlib.sha1(repr(digests).encode()).hexdigest()
     snapshot = repo / "snapshots" / commit
     (repo / "blobs").mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
@@ -87,23 +95,38 @@ def osr_release(scenes=("scene-1", "scene-2")) -> dict[str, bytes]:
 
 
 def odi_release() -> dict[str, bytes]:
-    """Two panoramas, one close-ended and one yes/no question file."""
+    """Two panoramas and four of the QA files a third-party loader reads from the release.
+
+    Folders and file names as that loader reads them (``images_final/``, ``QAs/<file>.jsonl``,
+    image ids such as ``indoor_...``); the keys are not published: the spellings it tries first,
+    multiple choice as ``options`` + ``correct``, and no question id.
+    """
     qa = [
-        {"id": "oa-1", "image": "images/0001.jpg", "question": "What color is the sofa?",
-         "options": ["A. red", "B. blue", "C. green", "D. white"], "answer": "A", "answer_text": "red"},
-        {"id": "oa-2", "image": "images/0002.jpg", "question": "What is the table made of?",
-         "options": ["A. wood", "B. glass", "C. metal", "D. stone"], "answer": "B", "answer_text": "glass"},
+        {"image": "indoor_0001.jpg", "question": "What color is the sofa?",
+         "options": ["A. red", "B. blue", "C. green", "D. white"], "correct": "A"},
+        {"image": "outdoor_0002.jpg", "question": "What is the table made of?",
+         "options": ["A. wood", "B. glass", "C. metal", "D. stone"], "correct": "B"},
     ]  # fmt: skip
     existence = [
-        {"id": "ex-1", "image": "images/0001.jpg", "question": "Is there a dog?", "answer": "yes"},
-        {"id": "ex-2", "image": "images/0002.jpg", "question": "Is there a cat?", "answer": "no"},
+        {"image": "indoor_0001.jpg", "question": "Is there a dog?", "answer": "yes"},
+        {"image": "outdoor_0002.jpg", "question": "Is there a cat?", "answer": "no"},
     ]
+    ego = [{"image": "indoor_0001.jpg", "question": "Where is the door?", "options": ["front", "back", "left", "right"],
+            "correct": "C"}]  # fmt: skip
+    allo = [{"image": "outdoor_0002.jpg", "question": "Facing the tree, where is the car?",
+             "options": ["front", "back", "left", "right"], "correct": "D"}]  # fmt: skip
+
+    def jsonl(rows: list[dict]) -> bytes:
+        return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
     return {
         "README.md": b"",
-        "images/0001.jpg": jpeg((200, 0, 0)),
-        "images/0002.jpg": jpeg((0, 200, 0)),
-        "QAs/object_attribute.jsonl": "".join(json.dumps(r) + "\n" for r in qa).encode(),
-        "QAs/existence.jsonl": "".join(json.dumps(r) + "\n" for r in existence).encode(),
+        "images_final/indoor_0001.jpg": jpeg((200, 0, 0)),
+        "images_final/outdoor_0002.jpg": jpeg((0, 200, 0)),
+        "QAs/object_attribute.jsonl": jsonl(qa),
+        "QAs/existence.jsonl": jsonl(existence),
+        "QAs/view_orientation.jsonl": jsonl(ego),
+        "QAs/allocentric.jsonl": jsonl(allo),
     }
 
 

@@ -19,8 +19,8 @@ class Benchmark:
     # key in lmms_spatial.data.convert.CONVERTERS ("" = none)
     converter: str = ""
     # what of the release to download (None: everything), and the revision used unless
-    # LMMS_SPATIAL_<NAME>_REVISION says otherwise (no commit of these releases could be checked
-    # from here: "main", and the prepared copy is keyed by the commit it was made from)
+    # LMMS_SPATIAL_<NAME>_REVISION says otherwise: a commit where one was checked (MMSI-Bench), else
+    # "main" (the prepared copy is keyed by the commit it was made from either way)
     allow_patterns: tuple[str, ...] | None = None
     revision: str = "main"
 

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from lmms_spatial.data.benchmark import Benchmark
-from lmms_spatial.data.sources import DataUnavailable, _offline, hf_home, hub_cache
+from lmms_spatial.data.sources import DataUnavailable, _offline, cached_commits, hf_home, hub_cache
 
 # bump when a converter's output changes: prepared copies made by an older one are remade
 PREPARED_FORMAT = 1
@@ -73,9 +73,11 @@ def fetch_release(bench: Benchmark, revision: str) -> Path:
     if _offline():
         found = cached_snapshot(bench, revision)
         if found is None:
+            others = cached_commits(bench.hub_id)
+            held = f" (it holds commit(s) {', '.join(others)})" if others else ""
             raise DataUnavailable(
                 f"{bench.key}: offline (HF_HUB_OFFLINE) and {bench.hub_id}@{revision} is not in the Hugging Face "
-                f"cache {str(hub_cache())!r}; download it once with network access, or {_fix(bench)}"
+                f"cache {str(hub_cache())!r}{held}; download it once with network access, or {_fix(bench)}"
             )
         return found
     from huggingface_hub import snapshot_download

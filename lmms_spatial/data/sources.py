@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lmms_spatial.data.benchmark import Benchmark
-from lmms_spatial.data.registry import BENCHMARKS
+from lmms_spatial.data.registry import BENCHMARKS, MMSI_REVISION  # noqa: F401  (MMSI_REVISION: re-exported)
 
 
 class DataUnavailable(RuntimeError):
@@ -59,10 +59,19 @@ def hub_cache() -> Path:
 
 def _in_hub_cache(repo_id: str) -> bool:
     """Whether a snapshot of the dataset ``repo_id`` is in the Hugging Face cache (no network)."""
+    return bool(cached_commits(repo_id)) or _in_datasets_cache(repo_id)
+
+
+def cached_commits(repo_id: str) -> list[str]:
+    """The commits of dataset ``repo_id`` whose snapshots are in the Hub cache, sorted (no network)."""
     folder = hub_cache() / f"datasets--{repo_id.replace('/', '--')}" / "snapshots"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def _in_datasets_cache(repo_id: str) -> bool:
+    """Whether ``datasets`` prepared ``repo_id`` itself (it then reads it offline at any revision)."""
     datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or hf_home() / "datasets")
-    prepared = datasets_cache / repo_id.replace("/", "___").lower()
-    return (folder.is_dir() and any(folder.iterdir())) or prepared.is_dir()
+    return (datasets_cache / repo_id.replace("/", "___").lower()).is_dir()
 
 
 def hub_source(bench: Benchmark) -> DatasetSource:
@@ -89,6 +98,13 @@ def hub_source(bench: Benchmark) -> DatasetSource:
         snapshot = cached_snapshot(bench, revision)
         if snapshot is not None:
             return DatasetSource(str(snapshot), {}, local=True)
+        others = cached_commits(bench.hub_id)
+        if others and not _in_datasets_cache(bench.hub_id):  # e.g. a copied cache of another commit
+            raise DataUnavailable(
+                f"{bench.key}: offline ({'/'.join(_OFFLINE_VARS)}) and {bench.hub_id}@{revision} is not in the "
+                f"Hugging Face cache, which holds commit(s) {', '.join(others)}; set {bench.revision_var} to one "
+                f"of them, download {revision} once with network access, or set {bench.env_var} to a local copy"
+            )
         if not _in_hub_cache(bench.hub_id):
             raise DataUnavailable(
                 f"{bench.key}: offline ({'/'.join(_OFFLINE_VARS)}) and {bench.hub_id} is not in the Hugging Face "

@@ -8,9 +8,10 @@ contributor then replaces the scaffold's rules with the paper's (see CONTRIBUTIN
 
 Nothing shared is edited: the benchmark registers itself through its own module
 ``lmms_spatial/data/registry/<key>.py`` (``BENCHMARK``: key, Hub id, environment variable),
-which ``lmms_spatial.data.registry`` discovers, and gets its demo data through
+which ``lmms_spatial.data.registry`` discovers; it gets its demo data through
 ``lmms_spatial/data/demo/<key>.py`` (``build``, ``DEMO_TASKS``), which ``lmms_spatial.data.demo``
-discovers.
+discovers, and its converter by being in ``lmms_spatial/data/convert/<key>.py``
+(``lmms-spatial convert <key>``; ``CONVERTERS`` finds it).
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ Next (CONTRIBUTING.md walks through each step):
 tests/e2e/test_{name}_cli.py   # green as generated
   2. metrics/{name}.py: the paper's prompt, categories and extraction strategy
   3. lmms_spatial/data/demo/{name}.py + hub_cards/{name}/README.md: the real columns, a fixture like the data
-  4. scripts/convert_{name}.py: the official release -> that layout
+  4. lmms_spatial/data/convert/{name}.py: the official release -> that layout (`lmms-spatial convert {name}`;
+     with hub_is_normalised=False, converter="{name}" in BENCHMARK the tasks convert the Hub release themselves)
   5. tests: replace the hand-computed values as the rules change; README task table and data table
   Data: export {env_var}=/path/to/converted  (the Hub id lives in lmms_spatial/data/registry/{name}.py)"""
 

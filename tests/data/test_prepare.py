@@ -15,7 +15,7 @@ from hub_releases import dori_release, mmsi_release, odi_release, osr_release, p
 
 import lmms_spatial.data.convert as convert  # noqa: E402
 from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
-from lmms_spatial.data.sources import BENCHMARKS, DataUnavailable, dataset_source  # noqa: E402
+from lmms_spatial.data.sources import BENCHMARKS, MMSI_REVISION, DataUnavailable, dataset_source  # noqa: E402
 
 
 @pytest.fixture
@@ -48,11 +48,32 @@ def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at
 
 @pytest.mark.parametrize(
     ("key", "repo", "files", "n"),
-    [("odi_bench", "LiuYang66/ODI-Bench", odi_release(), 4), ("dori", "appledora/DORI-Benchmark", dori_release(), 2)],
+    [("odi_bench", "LiuYang66/ODI-Bench", odi_release(), 6), ("dori", "appledora/DORI-Benchmark", dori_release(), 2)],
 )
 def test_odi_and_dori_releases_in_the_cache_become_one_test_split(hf_home, key, repo, files, n):
     place_in_hub_cache(hf_home / "hub", repo, files)
     assert len(datasets.load_dataset(dataset_source(key).path)["test"]) == n
+
+
+def test_the_odi_release_as_a_third_party_loader_reads_it_gets_its_tasks_from_the_file_names(hf_home):
+    snapshot = place_in_hub_cache(hf_home / "hub", "LiuYang66/ODI-Bench", odi_release())
+    test = datasets.load_dataset(dataset_source("odi_bench").path)["test"].cast_column(
+        "image", datasets.Image(decode=False)
+    )
+    by_task = {}
+    for row in test:
+        by_task.setdefault(row["task"], []).append((row["id"], row["answer"], Path(row["image"]["path"]).name))
+    assert by_task == {
+        "object_attribute": [
+            ("object_attribute_1", "A", "indoor_0001.jpg"),
+            ("object_attribute_2", "B", "outdoor_0002.jpg"),
+        ],
+        "existence": [("existence_1", "Yes", "indoor_0001.jpg"), ("existence_2", "No", "outdoor_0002.jpg")],
+        "egocentric_view_orientation": [("egocentric_view_orientation_1", "C", "indoor_0001.jpg")],
+        "allocentric_view_orientation": [("allocentric_view_orientation_1", "D", "outdoor_0002.jpg")],
+    }
+    assert test[0]["image"]["path"] == str(snapshot / "images_final" / "indoor_0001.jpg")
+    assert test[0]["answer_text"] == "red"  # no open-ended answer in the row: the correct option's text
 
 
 def test_a_prepared_copy_is_reused_and_remade_when_the_release_moved(hf_home, monkeypatch):
@@ -105,14 +126,15 @@ def test_offline_without_the_release_fails_in_one_line_naming_the_fixes(hf_home)
 
 def test_a_revision_override_selects_that_snapshot_and_an_unknown_one_is_named(hf_home, monkeypatch):
     old = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release(scenes=("old",)), revision="v0")
-    place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
+    new = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
     monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", old.name)  # a commit
     assert Path(dataset_source("osr_bench").path).parent.name == old.name
     monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", "v0")  # a tag
     assert Path(dataset_source("osr_bench").path).parent.name == old.name
     monkeypatch.setenv("LMMS_SPATIAL_OSR_REVISION", "v9")
-    with pytest.raises(DataUnavailable, match=r"UUUserna/OSR-Bench@v9 is not in the Hugging Face cache"):
+    with pytest.raises(DataUnavailable, match=r"UUUserna/OSR-Bench@v9 is not in the Hugging Face cache") as caught:
         dataset_source("osr_bench")
+    assert f"(it holds commit(s) {', '.join(sorted([old.name, new.name]))})" in str(caught.value)
 
 
 def test_a_release_in_another_layout_is_described_found_versus_expected(hf_home):
@@ -143,17 +165,30 @@ def test_a_partial_download_names_the_missing_file_and_leaves_no_prepared_copy(h
     assert not (hf_home / "lmms_spatial" / "osr_bench" / snapshot.name).exists()
 
 
-def test_mmsi_offline_reads_a_snapshot_copied_into_the_cache_as_a_local_folder(hf_home, tmp_path):
-    table = datasets.Dataset.from_list([{"id": 1, "question": "q", "answer": "A"}])
-    table.to_parquet(str(tmp_path / "t.parquet"))
+def _mmsi_parquet(tmp_path, ids) -> bytes:
+    datasets.Dataset.from_list([{"id": i, "question": "q", "answer": "A"} for i in ids]).to_parquet(
+        str(tmp_path / "t.parquet")
+    )
+    return (tmp_path / "t.parquet").read_bytes()
+
+
+def test_mmsi_offline_reads_its_pinned_commit_copied_into_the_cache_as_a_local_folder(hf_home, tmp_path):
     snapshot = place_in_hub_cache(
-        hf_home / "hub",
-        "RunsenXu/MMSI-Bench",
-        mmsi_release((tmp_path / "t.parquet").read_bytes()),
+        hf_home / "hub", "RunsenXu/MMSI-Bench", mmsi_release(_mmsi_parquet(tmp_path, [1])), commit=MMSI_REVISION
     )
     source = dataset_source("mmsi")
     assert source.local and source.path == str(snapshot)
     assert datasets.load_dataset(source.path)["test"]["id"] == [1]
+
+
+def test_mmsi_revision_main_reads_the_snapshot_main_points_at_instead_of_the_pin(hf_home, tmp_path, monkeypatch):
+    place_in_hub_cache(hf_home / "hub", "RunsenXu/MMSI-Bench", mmsi_release(b"pinned"), commit=MMSI_REVISION)
+    newer = place_in_hub_cache(
+        hf_home / "hub", "RunsenXu/MMSI-Bench", mmsi_release(_mmsi_parquet(tmp_path, [1, 2])), revision="main"
+    )
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_REVISION", "main")
+    source = dataset_source("mmsi")
+    assert source.path == str(newer) and datasets.load_dataset(source.path)["test"]["id"] == [1, 2]
 
 
 def test_online_the_release_comes_from_snapshot_download_with_the_allow_patterns(hf_home, monkeypatch):

@@ -10,11 +10,14 @@ from lmms_spatial.data.images import BadDocumentError, load_image, load_images, 
 from lmms_spatial.data.sources import DataUnavailable, dataset_source
 
 
-def test_hub_id_is_used_when_the_env_var_is_unset(monkeypatch):
-    for name in ("LMMS_SPATIAL_MMSI_PATH", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+def test_hub_id_at_its_pinned_commit_is_used_when_the_env_var_is_unset(monkeypatch):
+    for name in ("LMMS_SPATIAL_MMSI_PATH", "LMMS_SPATIAL_MMSI_REVISION", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     source = dataset_source("mmsi")
-    assert (source.path, source.kwargs, source.local) == ("RunsenXu/MMSI-Bench", {}, False)
+    pinned = {"revision": "ec7c92bfaf7728fcca1d61e3e224e190af309436"}
+    assert (source.path, source.kwargs, source.local) == ("RunsenXu/MMSI-Bench", pinned, False)
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_REVISION", "main")  # the override; main is datasets' default
+    assert dataset_source("mmsi").kwargs == {}
 
 
 def test_a_local_folder_is_loaded_as_is(monkeypatch, tmp_path):
@@ -64,15 +67,30 @@ def test_an_empty_local_folder_fails_naming_the_variable(monkeypatch, tmp_path):
 
 
 def test_offline_without_the_dataset_in_the_cache_fails_at_once(monkeypatch, tmp_path):
-    monkeypatch.delenv("LMMS_SPATIAL_MMSI_PATH", raising=False)
+    for name in ("LMMS_SPATIAL_MMSI_PATH", "LMMS_SPATIAL_MMSI_REVISION", "HF_HUB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))  # the hub cache is HF_HOME/hub
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
     with pytest.raises(DataUnavailable, match="offline .* RunsenXu/MMSI-Bench is not in the Hugging Face cache"):
         dataset_source("mmsi")
+    (tmp_path / "datasets" / "runsenxu___mmsi-bench").mkdir(parents=True)
+    assert dataset_source("mmsi").path == "RunsenXu/MMSI-Bench"  # what datasets prepared itself is enough
+
+
+def test_offline_with_another_commit_of_a_pinned_release_cached_names_that_commit(monkeypatch, tmp_path):
+    for name in ("LMMS_SPATIAL_MMSI_PATH", "LMMS_SPATIAL_MMSI_REVISION", "HF_HUB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
     (tmp_path / "hub" / "datasets--RunsenXu--MMSI-Bench" / "snapshots" / "abc123").mkdir(parents=True)
-    assert dataset_source("mmsi").path == "RunsenXu/MMSI-Bench"  # a copied cache is enough
+    with pytest.raises(DataUnavailable) as caught:
+        dataset_source("mmsi")
+    message = str(caught.value)
+    assert "RunsenXu/MMSI-Bench@ec7c92bfaf7728fcca1d61e3e224e190af309436 is not in" in message
+    assert "holds commit(s) abc123; set LMMS_SPATIAL_MMSI_REVISION to one of them" in message
+    assert "LMMS_SPATIAL_MMSI_PATH" in message and "\n" not in message
 
 
 def _png(colour=(10, 20, 30)) -> bytes:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_spatial.data.sources import BENCHMARKS
+from lmms_spatial.data.sources import BENCHMARKS, MMSI_REVISION
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import run_lmms_eval  # noqa: E402
@@ -32,7 +32,7 @@ def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_
     place_in_hub_cache(hub, "LiuYang66/ODI-Bench", odi_release())
     place_in_hub_cache(hub, "appledora/DORI-Benchmark", dori_release())
     mmsi = (fixture_datasets["mmsi"] / "test.parquet").read_bytes()  # MMSI-Bench is published normalised
-    place_in_hub_cache(hub, "RunsenXu/MMSI-Bench", mmsi_release(mmsi))
+    place_in_hub_cache(hub, "RunsenXu/MMSI-Bench", mmsi_release(mmsi), commit=MMSI_REVISION)  # the pinned commit
     tasks = "osr_qa_standard_vanilla,osr_qa_negative_vanilla,odi_bench_close_existence,dori_view_parallelism_coarse"
     run = run_lmms_eval(["--model", "random_choice", "--tasks", f"{tasks},mmsi_vanilla"], bare_env, tmp_path / "run")
     n = {task: counts["effective"] for task, counts in run.results["n-samples"].items()}

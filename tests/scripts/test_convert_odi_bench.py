@@ -135,3 +135,34 @@ def test_writing_shows_a_bar_over_every_row(release, tmp_path, progress_bars):
     conv.convert(release, tmp_path / "out", rows_per_shard=3, row_group=2)  # shards of 3 + 2, groups of 2 + 1
     (bar,) = progress_bars
     assert (bar.desc, bar.total, bar.n) == ("convert odi_bench", 5, 5)
+
+
+def test_view_orientation_is_egocentric_when_an_allocentric_file_sits_beside_it(release, tmp_path):
+    _jsonl(release / "QAs" / "view_orientation.jsonl", [
+        {"imagename": "indoor_7", "question": "Where is the door?", "options": ["front", "back", "left", "right"],
+         "correct": "D"},
+    ])  # fmt: skip
+    _jsonl(release / "QAs" / "allocentric.jsonl", [
+        {"imagename": "0001.jpg", "question": "Facing the tree, where is the car?", "options": ["left", "right"],
+         "correct": 0},
+    ])  # fmt: skip
+    _image(release / "images_final" / "indoor_7.jpg", (0, 0, 200))
+    rows = {r["task"]: r for r in conv.convert(release, tmp_path / "out").rows if "view" in r["task"]}
+    ego, allo = rows["egocentric_view_orientation"], rows["allocentric_view_orientation"]
+    assert (ego["id"], ego["answer"], ego["answer_text"]) == ("egocentric_view_orientation_1", "D", "right")
+    assert (allo["answer"], allo["answer_text"]) == ("A", "left")  # "correct": a 0-based index
+
+
+def test_view_orientation_alone_needs_a_task_field_as_it_may_hold_both_orientation_tasks(release, tmp_path):
+    _jsonl(release / "QAs" / "view_orientation.jsonl", [
+        {"image": "0001.jpg", "question": "Where is the door?", "options": ["left", "right"], "correct": "A"},
+        {"image": "0001.jpg", "task": "AVO", "question": "Facing the sofa?", "options": ["left", "right"],
+         "correct": "B"},
+    ])  # fmt: skip
+    with pytest.raises(conv.ConversionError) as err:
+        conv.convert(release, tmp_path / "out")
+    message = str(err.value)
+    assert message.startswith("1 QA rows cannot be converted")
+    assert (
+        "view_orientation.jsonl:1: field 'task': no task field, and 'view_orientation.jsonl' may hold both" in message
+    )

@@ -5,11 +5,16 @@ One module per benchmark, each with ``convert(...)`` (the library call) and ``ma
 preparation calls (``lmms_spatial.data.prepare``): it runs a converter on a downloaded release
 strictly (no row skipped) and turns every way a release can disagree with the converter into
 :class:`ReleaseMismatch`, whose message says what was found and what was expected.
+
+A module added here (``lmms-spatial new-task`` writes one) is registered under its file name
+without editing this file; it states what it expects in ``EXPECTED``. Helper modules that are
+not converters start with an underscore.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -25,7 +30,8 @@ CONVERTERS: dict[str, tuple[str, str]] = {
     ),
     "odi_bench": (
         "lmms_spatial.data.convert.odi_bench",
-        "a QAs/ folder of per-task *.jsonl / *.json files (question, image, options, answer) and the ERP images",
+        "a QAs/ folder of per-task *.jsonl / *.json files (question, image, options, answer or correct; e.g. "
+        "QAs/existence.jsonl, QAs/allocentric.jsonl) and the ERP images they name (e.g. in images_final/)",
     ),
     "osr_bench": (
         "lmms_spatial.data.convert.osr_bench",
@@ -36,6 +42,16 @@ CONVERTERS: dict[str, tuple[str, str]] = {
         "a folder of images and a JSON / JSONL / CSV question file (no public release yet)",
     ),
 }
+
+
+# converters added beside these (a scaffolded benchmark's): found, not listed; EXPECTED is read when needed
+CONVERTERS.update(
+    {
+        info.name: (f"{__name__}.{info.name}", "")
+        for info in pkgutil.iter_modules(__path__)
+        if not info.name.startswith("_") and info.name not in CONVERTERS
+    }
+)
 
 
 class ReleaseMismatch(RuntimeError):
@@ -111,7 +127,7 @@ def convert_release(key: str, src: Path, out: Path) -> None:
     if rejects:
         first = str(rejects[0]).splitlines()
         detail = " ".join(line.strip() for line in first[:3])[:400]
+        expected = CONVERTERS[key][1] or getattr(mod, "EXPECTED", f"the layout {mod.__name__} describes")
         raise ReleaseMismatch(
-            f"{len(rejects)} problem(s), first: {detail}. Found: {describe_release(src)}. "
-            f"Expected: {CONVERTERS[key][1]}."
+            f"{len(rejects)} problem(s), first: {detail}. Found: {describe_release(src)}. Expected: {expected}."
         )

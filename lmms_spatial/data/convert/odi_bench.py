@@ -3,25 +3,31 @@
     huggingface-cli download LiuYang66/ODI-Bench --repo-type dataset --local-dir ODI-Bench
     lmms-spatial convert odi_bench ODI-Bench out/odi_bench      # then LMMS_SPATIAL_ODI_PATH=out/odi_bench
 
-The Hub release is an image folder with raw QA files reportedly at ``QAs/<task>.jsonl``; their
-key names are not documented, so this converter accepts the plausible spellings and fails on
-anything else naming the file, the line and the field. Assumptions, in one place:
+The Hub release is an image folder with raw QA files at ``QAs/<task>.jsonl`` (a third-party
+loader run on the release reads ``QAs/{existence, counting, ocr, object_attribute, human_attribute,
+view_orientation, allocentric, relative, scene_simulation, ODI_reasoning}.jsonl`` and
+``images_final/``; hub_cards/odi_bench/README.md). Their key names are not documented, so this
+converter accepts the plausible spellings and fails on anything else naming the file, the line
+and the field. Assumptions, in one place:
 
 - QA files: ``*.jsonl`` / ``*.json`` in ``QAs/`` (or ``--qa-dir``); a JSON file holds a list
   or ``{"data"|"questions"|"qas": [...]}``. The task comes from a row's ``task`` /
   ``task_type`` / ``category`` / ``type`` when present, else from the file name
-  (``object_attribute``, "Object Attribute", ``OA``, ``EVO``, ...);
+  (``object_attribute``, "Object Attribute", ``OA``, ``EVO``, ``relative``, ``allocentric``, ...);
+  ``view_orientation`` is the egocentric task only when an ``allocentric`` file sits beside it
+  (alone, it could hold both view orientation tasks: its rows then need a task field);
 - ``id``: ``id`` / ``qid`` / ``question_id`` / ``qa_id`` / ``idx`` / ``index``, else ``<task>_<line>``;
   ids are prefixed with the task when they are not unique across files;
-- image: ``image`` / ``image_path`` / ``img`` / ``img_path`` / ``image_name`` / ``image_file`` /
-  ``file_name`` / ``filename`` / ``image_id``, resolved as a path relative to the folder or the
-  QA file, else by file name, else by file stem (``"0001"`` -> ``images/0001.jpg``);
+- image: ``image`` / ``image_path`` / ``img`` / ``img_path`` / ``image_name`` / ``imagename`` /
+  ``image_file`` / ``file_name`` / ``filename`` / ``image_id``, resolved as a path relative to the
+  folder or the QA file, else by file name, else by file stem (``"indoor_1"`` ->
+  ``images_final/indoor_1.jpg``);
 - ``question``: ``question`` / ``Question`` / ``query`` / ``prompt``;
 - options: a list (``"A. sofa"`` prefixes stripped), a ``{"A": ...}`` mapping, text
   (``"A. x\\nB. y"``), or separate ``A``..``D`` / ``option_A`` / ``choice_a`` keys, from
   ``options`` / ``choices`` / ``candidates`` / ``option``; none for yes/no questions;
 - close-ended answer (``answer`` / ``gt`` / ``label`` / ``correct_answer`` / ``ground_truth`` /
-  ``answer_close`` / ``close_answer`` / ``gt_answer`` / ``mc_answer``): a letter (``"B"``,
+  ``answer_close`` / ``close_answer`` / ``gt_answer`` / ``mc_answer`` / ``correct``): a letter (``"B"``,
   ``"(B)"``, ``"B. sofa"``, ``"Option B"``), a 0-based index (1-based when a file's indices
   never use 0 and reach the option count), or the option's text; yes/no questions: yes / no
   / true / false;
@@ -54,13 +60,14 @@ from lmms_spatial.progress import progress
 ID_KEYS = ("id", "qid", "question_id", "qa_id", "idx", "index")
 TASK_KEYS = ("task", "task_type", "category", "type")
 IMAGE_KEYS = (
-    "image", "image_path", "img", "img_path", "image_name", "image_file", "file_name", "filename", "image_id",
+    "image", "image_path", "img", "img_path", "image_name", "imagename", "image_file", "file_name", "filename",
+    "image_id",
 )  # fmt: skip
 QUESTION_KEYS = ("question", "Question", "query", "prompt")
 OPTION_KEYS = ("options", "choices", "candidates", "option", "Options", "Choices")
 ANSWER_KEYS = (
     "answer", "Answer", "gt", "label", "correct_answer", "ground_truth", "answer_close", "close_answer",
-    "gt_answer", "mc_answer",
+    "gt_answer", "mc_answer", "correct",
 )  # fmt: skip
 ANSWER_TEXT_KEYS = ("answer_text", "open_answer", "answer_open", "open_ended_answer", "free_answer", "gt_text")
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff"}
@@ -278,13 +285,17 @@ def _yes_no(value: Any, key: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-# file names seen in a third-party loader of the release (unverified): see hub_cards/odi_bench
-FILE_ALIASES = {"relative": "relative_direction"}
+# file names a third-party loader reads from the release (not checked here): see hub_cards/odi_bench
+FILE_ALIASES = {"relative": "relative_direction", "allocentric": "allocentric_view_orientation"}
 
 
-def _file_task(path: Path) -> str | None:
+def _file_task(path: Path, stems: set[str]) -> str | None:
+    """The task a QA file's name names; ``stems``: the lower-case stems of the QA files beside it."""
+    stem = path.stem.lower()
+    if stem == "view_orientation":  # both view orientation tasks, unless allocentric has its own file
+        return "egocentric_view_orientation" if "allocentric" in stems else None
     try:
-        return FILE_ALIASES.get(path.stem.lower()) or normalise_task(path.stem)
+        return FILE_ALIASES.get(stem) or normalise_task(path.stem)
     except ValueError:
         return None
 
@@ -320,6 +331,12 @@ def convert_row(row: Any, *, path: Path, line: int, default_task: str | None, im
             raise _RowError(task_key, str(exc)) from exc
     elif default_task is not None:
         task = default_task
+    elif path.stem.lower() == "view_orientation":
+        raise _RowError(
+            "task",
+            f"no task field, and {path.name!r} may hold both view orientation tasks (egocentric, allocentric) "
+            "as no allocentric file sits beside it",
+        )
     else:
         raise _RowError("task", f"no task field and the file name {path.name!r} names no ODI-Bench task")
     q_key, question = _first(row, QUESTION_KEYS)
@@ -366,7 +383,7 @@ def collect(source: Path, qa_dir: Path | None = None) -> Conversion:
     result = Conversion()
     for path in files:
         rows = list(read_qa_file(path))
-        default_task = _file_task(path)
+        default_task = _file_task(path, {p.stem.lower() for p in files if p.parent == path.parent})
         one_based = _one_based(rows)
         for line, row in rows:
             try:

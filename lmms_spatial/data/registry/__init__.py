@@ -15,10 +15,15 @@ import pkgutil
 
 from lmms_spatial.data.benchmark import Benchmark
 
+# RunsenXu/MMSI-Bench's commit holding MMSI_Bench.parquet (1,000 rows), as pinned by several third-party
+# evaluation code bases (one checked it against the Hub API, one checks the file's SHA-256; see
+# hub_cards/mmsi/README.md). DORI, ODI-Bench, OSR-Bench: no commit could be checked, so "main".
+MMSI_REVISION = "ec7c92bfaf7728fcca1d61e3e224e190af309436"
+
 BENCHMARKS: dict[str, Benchmark] = {
     b.key: b
     for b in (
-        Benchmark("mmsi", "RunsenXu/MMSI-Bench", "LMMS_SPATIAL_MMSI_PATH"),
+        Benchmark("mmsi", "RunsenXu/MMSI-Bench", "LMMS_SPATIAL_MMSI_PATH", revision=MMSI_REVISION),
         Benchmark("dori", "appledora/DORI-Benchmark", "LMMS_SPATIAL_DORI_PATH", False, "dori"),
         # no public data yet: local copy only
         Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", converter="mmperspective"),
@@ -60,4 +65,4 @@ def _declared() -> dict[str, Benchmark]:
 
 BENCHMARKS.update(_declared())
 
-__all__ = ["BENCHMARKS", "Benchmark"]
+__all__ = ["BENCHMARKS", "MMSI_REVISION", "Benchmark"]
