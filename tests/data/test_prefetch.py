@@ -287,3 +287,36 @@ def test_the_startup_hook_prefetches_only_while_evaluate_runs() -> None:
     assert module.evaluate(lm=lm) == ["plain"]
     assert calls == [True]
     assert "generate_until" not in vars(lm)
+
+
+class PixelChat:
+    """A chat base for ``staged``: answers with the first pixel of every image it is shown."""
+
+    is_simple = False
+
+    def __init__(self, **kwargs) -> None:
+        self.task_dict = {}
+
+    def generate_until(self, requests):
+        out = []
+        for r in requests:
+            _ctx, fn, _gen, doc_id, task, split = r.args
+            messages = fn(self.task_dict[task][split][doc_id])
+            out.append(str([c["url"].getpixel((0, 0)) for m in messages for c in m["content"] if c["type"] == "image"]))
+        return out
+
+
+def test_staged_reads_prefetched_documents_chunk_by_chunk_with_the_same_answers() -> None:
+    from lmms_spatial.models.staged import Staged
+
+    docs = [mmsi_doc(i) for i in range(6)]
+    answers = []
+    for prefetch in (False, True):
+        model = Staged(base=f"{__name__}.PixelChat", chunk_size=2)
+        model.task_dict = {TASK: {SPLIT: docs}}
+        requests = [request(i, f"{i}") for i in (3, 1, 5, 0, 2, 4)]
+        run = functools.partial(pf.prefetching, model, model.generate_until) if prefetch else model.generate_until
+        answers.append(run(requests))
+    assert answers[0] == answers[1] == [str([(i, 0, 0), (0, i, 0)]) for i in (3, 1, 5, 0, 2, 4)]
+    stats = pf.last_stats()
+    assert stats.hits + stats.misses == 6
