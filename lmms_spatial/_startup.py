@@ -170,7 +170,7 @@ def patch_exit_code(module) -> None:
 
 def patch_prefetch(module) -> None:
     """Wrap ``module.evaluate`` so that, while it runs, the model's ``generate_until`` builds our tasks'
-    inputs ahead of the model on worker threads (:mod:`lmms_spatial.data.prefetch`; a no-op for runs
+    inputs ahead of the model on worker threads (:mod:`lmms_spatial.prefetch`; a no-op for runs
     without our tasks, ``LMMS_SPATIAL_PREFETCH=0`` switches it off)."""
     original = getattr(module, "evaluate", None)
     if original is None or getattr(original, "_lmms_spatial", False):
@@ -179,7 +179,7 @@ def patch_prefetch(module) -> None:
 
     @functools.wraps(original)
     def evaluate(*args, **kwargs):
-        from lmms_spatial.data.prefetch import prefetching_model
+        from lmms_spatial.prefetch import prefetching_model
 
         lm = kwargs.get("lm", args[0] if args else None)
         with prefetching_model(lm):

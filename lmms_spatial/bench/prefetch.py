@@ -118,7 +118,7 @@ def requests_for(docs) -> list:
 
 
 def run_once(docs, *, prefetch: bool, batch_size: int, step_ms: float) -> dict[str, Any]:
-    from lmms_spatial.data import prefetch as pf
+    from lmms_spatial import prefetch as pf
 
     model = FakeChatModel({TASK: {SPLIT: docs}}, batch_size, step_ms)
     requests = requests_for(docs)

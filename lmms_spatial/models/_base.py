@@ -14,7 +14,7 @@ class TextOnlyModel(lmms):
 
     def prefetch_order(self, requests) -> list[int]:
         """None: these models never call a task's document functions, so nothing is built ahead
-        (read by :mod:`lmms_spatial.data.prefetch`)."""
+        (read by :mod:`lmms_spatial.prefetch`)."""
         return []
 
     def loglikelihood(self, requests):

@@ -478,7 +478,7 @@ class OmniCoT(Staged):
 
     # --- lmms-eval entry point ---------------------------------------------------------------
 
-    # read by lmms_spatial.data.prefetch: documents are read in request order, a chunk at a time
+    # read by lmms_spatial.prefetch: documents are read in request order, a chunk at a time
     def prefetch_order(self, requests: Sequence[Instance]) -> list[int]:
         return list(range(len(requests)))
 

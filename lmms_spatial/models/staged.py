@@ -207,7 +207,7 @@ class Staged(lmms):
                 self.cache.put(pending[ident][1], text)
         return [outputs[(j.stage, j.key, _prompt_fingerprint(j.messages))] for j in jobs]
 
-    # read by lmms_spatial.data.prefetch: documents are read in document order, a chunk at a time, so
+    # read by lmms_spatial.prefetch: documents are read in document order, a chunk at a time, so
     # the next chunk's documents are built while this chunk's stages run
     def prefetch_order(self, requests: Sequence[Instance]) -> list[int]:
         return sorted(range(len(requests)), key=lambda i: _doc_order(requests[i]))

@@ -1,4 +1,4 @@
-"""Prefetching our tasks' model inputs (lmms_spatial.data.prefetch): order, bound, errors, fallbacks, threads."""
+"""Prefetching our tasks' model inputs (lmms_spatial.prefetch): order, bound, errors, fallbacks, threads."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from lmms_eval.api.instance import Instance
 from PIL import Image
 
-from lmms_spatial.data import prefetch as pf
+from lmms_spatial import prefetch as pf
 from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.tasks.mmsi import adapter as mmsi
 

@@ -209,21 +209,26 @@ class Prefetcher:
                 self._outstanding -= 1
                 future = None
                 self._fill()
+            if future is None:
+                self.stats.misses += 1
+            elif not future.done():
+                self.stats.waited += 1
         if future is None:
-            self.stats.misses += 1
             return slot.compute(doc)
-        if not future.done():
-            self.stats.waited += 1
         try:
             loaded, ok, value = future.result()
         finally:
             with self._lock:
                 self._outstanding -= 1
                 self._fill()
-        if loaded is None or not (loaded is doc or loaded == doc):
-            self.stats.misses += 1
+        same = loaded is not None and (loaded is doc or loaded == doc)  # exact: no digest, no id shortcut
+        with self._lock:
+            if same:
+                self.stats.hits += 1
+            else:
+                self.stats.misses += 1
+        if not same:
             return slot.compute(doc)
-        self.stats.hits += 1
         if not ok:
             raise value
         return value
