@@ -320,3 +320,36 @@ def test_staged_reads_prefetched_documents_chunk_by_chunk_with_the_same_answers(
     assert answers[0] == answers[1] == [str([(i, 0, 0), (0, i, 0)]) for i in (3, 1, 5, 0, 2, 4)]
     stats = pf.last_stats()
     assert stats.hits + stats.misses == 6
+
+
+EXIT_SCRIPT = """
+import functools, threading
+from lmms_eval.api.instance import Instance
+from lmms_spatial import prefetch as pf
+from lmms_spatial.tasks.mmsi import adapter
+
+fn = functools.partial(adapter.doc_to_messages, lmms_eval_specific_kwargs={})
+doc = {"id": 0, "images": [{"bytes": open(PNG, "rb").read(), "path": None}], "question": "q", "answer": "A"}
+
+class Model:
+    task_dict = {"t": {"s": [doc] * 40}}
+    def generate_until(self, requests):  # returns before taking anything: 8 built or in flight
+        return ["x"] * len(requests)
+
+requests = [Instance("generate_until", (str(i), fn, {}, i, "t", "s"), 0, {"task": "t", "doc_id": i, "repeats": 1})
+            for i in range(40)]
+pf.prefetching(Model(), Model().generate_until, requests, window=8, threads=2)
+print(sorted(t.name for t in threading.enumerate()))
+"""
+
+
+def test_the_interpreter_exits_cleanly_after_a_model_that_took_nothing(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    image = tmp_path / "im.png"
+    Image.new("RGB", (640, 480), (9, 9, 9)).save(image)
+    script = f"PNG = {str(image)!r}\n{EXIT_SCRIPT}"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "['MainThread']"
