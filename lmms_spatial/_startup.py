@@ -168,12 +168,33 @@ def patch_exit_code(module) -> None:
     atexit.register(_exit_if_one_of_ours_failed)  # registered early: runs after lmms-eval's own handlers
 
 
+def patch_prefetch(module) -> None:
+    """Wrap ``module.evaluate`` so that, while it runs, the model's ``generate_until`` builds our tasks'
+    inputs ahead of the model on worker threads (:mod:`lmms_spatial.prefetch`; a no-op for runs
+    without our tasks, ``LMMS_SPATIAL_PREFETCH=0`` switches it off)."""
+    original = getattr(module, "evaluate", None)
+    if original is None or getattr(original, "_lmms_spatial", False):
+        return
+    import functools
+
+    @functools.wraps(original)
+    def evaluate(*args, **kwargs):
+        from lmms_spatial.prefetch import prefetching_model
+
+        lm = kwargs.get("lm", args[0] if args else None)
+        with prefetching_model(lm):
+            return original(*args, **kwargs)
+
+    evaluate._lmms_spatial = True
+    module.evaluate = evaluate
+
+
 # module name -> patches run on it right after it is first executed. Each patch must be
 # idempotent and cheap; one that raises is reported and skipped, never breaks the import.
 PATCHES: dict[str, list] = {
     TARGET_MODULE: [patch_task_manager],
     "lmms_eval.loggers.evaluation_tracker": [patch_sample_encoding],
-    "lmms_eval.evaluator": [patch_exit_code],
+    "lmms_eval.evaluator": [patch_exit_code, patch_prefetch],
 }
 
 

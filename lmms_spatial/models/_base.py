@@ -12,6 +12,11 @@ class TextOnlyModel(lmms):
         super().__init__()
         self.batch_size_per_gpu = int(batch_size) if str(batch_size).isdigit() else 1
 
+    def prefetch_order(self, requests) -> list[int]:
+        """None: these models never call a task's document functions, so nothing is built ahead
+        (read by :mod:`lmms_spatial.prefetch`)."""
+        return []
+
     def loglikelihood(self, requests):
         raise NotImplementedError(f"{type(self).__name__} only answers generate_until tasks")
 

@@ -478,6 +478,14 @@ class OmniCoT(Staged):
 
     # --- lmms-eval entry point ---------------------------------------------------------------
 
+    # read by lmms_spatial.prefetch: documents are read in request order, a chunk at a time
+    def prefetch_order(self, requests: Sequence[Instance]) -> list[int]:
+        return list(range(len(requests)))
+
+    @property
+    def prefetch_window(self) -> int:
+        return max(1, self.options.chunk_size)
+
     def generate_until(self, requests: list[Instance]) -> list[str]:
         self.base.task_dict = self.task_dict
         o = self.options

@@ -207,6 +207,15 @@ class Staged(lmms):
                 self.cache.put(pending[ident][1], text)
         return [outputs[(j.stage, j.key, _prompt_fingerprint(j.messages))] for j in jobs]
 
+    # read by lmms_spatial.prefetch: documents are read in document order, a chunk at a time, so
+    # the next chunk's documents are built while this chunk's stages run
+    def prefetch_order(self, requests: Sequence[Instance]) -> list[int]:
+        return sorted(range(len(requests)), key=lambda i: _doc_order(requests[i]))
+
+    @property
+    def prefetch_window(self) -> int:
+        return self.chunk_size
+
     def generate_until(self, requests: list[Instance]) -> list[str]:
         """All requests, ``chunk_size`` documents at a time, in document order.
 
@@ -216,7 +225,7 @@ class Staged(lmms):
         after its map; a stage made in an earlier chunk is reused, not regenerated.
         """
         self.base.task_dict = self.task_dict
-        order = sorted(range(len(requests)), key=lambda i: _doc_order(requests[i]))
+        order = self.prefetch_order(requests)
         answers: list[str] = [""] * len(requests)
         outputs: dict[tuple[str, str], str] = {}
         from tqdm import tqdm
