@@ -222,14 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     _bench_arguments(bench)
     bench.set_defaults(func=_cmd_bench)
-    from lmms_spatial.data.convert import CONVERTERS
+    from lmms_spatial.data.convert import converter_keys
 
     conv = sub.add_parser(
         "convert",
         help="convert a local copy of a release into the layout the tasks read",
         description="lmms-spatial convert BENCHMARK --help shows the converter's own arguments.",
     )
-    conv.add_argument("benchmark", choices=sorted(CONVERTERS))
+    conv.add_argument("benchmark", choices=converter_keys())
     conv.add_argument("args", nargs=argparse.REMAINDER, help="the converter's arguments (e.g. RELEASE OUT)")
     conv.set_defaults(func=_cmd_convert)
     prep = sub.add_parser(

@@ -33,6 +33,7 @@ EXPECTED_FILES = {
     f"metrics/{NAME}.py",
     f"hub_cards/{NAME}/README.md",
     f"scripts/convert_{NAME}.py",
+    f"lmms_spatial/data/convert/{NAME}.py",
     f"lmms_spatial/data/demo/{NAME}.py",
     f"lmms_spatial/data/registry/{NAME}.py",
     f"tests/metrics/test_{NAME}.py",

@@ -16,7 +16,7 @@ class Benchmark:
     env_var: str
     # the Hub release is already the layout the tasks read (else it must be converted first)
     hub_is_normalised: bool = True
-    # key in lmms_spatial.data.convert.CONVERTERS ("" = none)
+    # converter module in lmms_spatial.data.convert, by key ("" = none)
     converter: str = ""
     # what of the release to download (None: everything), and the revision used unless
     # LMMS_SPATIAL_<NAME>_REVISION says otherwise (no commit of these releases could be checked

@@ -149,7 +149,7 @@ Next (CONTRIBUTING.md walks through each step):
 tests/e2e/test_{name}_cli.py   # green as generated
   2. metrics/{name}.py: the paper's prompt, categories and extraction strategy
   3. lmms_spatial/data/demo/{name}.py + hub_cards/{name}/README.md: the real columns, a fixture like the data
-  4. scripts/convert_{name}.py: the official release -> that layout
+  4. lmms_spatial/data/convert/{name}.py: the official release -> that layout (lmms-spatial convert {name})
   5. tests: replace the hand-computed values as the rules change; README task table and data table
   Data: export {env_var}=/path/to/converted  (the Hub id lives in lmms_spatial/data/registry/{name}.py)"""
 

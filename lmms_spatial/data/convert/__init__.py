@@ -1,15 +1,19 @@
 """Converters from each benchmark's published release to the normalised layout the tasks read.
 
-One module per benchmark, each with ``convert(...)`` (the library call) and ``main(argv)`` (the
-``lmms-spatial convert <benchmark> ...`` command). :func:`convert_release` is what automatic
-preparation calls (``lmms_spatial.data.prepare``): it runs a converter on a downloaded release
-strictly (no row skipped) and turns every way a release can disagree with the converter into
-:class:`ReleaseMismatch`, whose message says what was found and what was expected.
+One module per benchmark, named by its key, each with ``convert(...)`` (the library call) and
+``main(argv)`` (the ``lmms-spatial convert <benchmark> ...`` command). The shipped ones are listed in
+:data:`CONVERTERS`; a new benchmark's (``lmms-spatial new-task``) is found by its file name and says
+what a release must hold in ``RELEASE_LAYOUT``, so adding one edits no shared file.
+:func:`convert_release` is what automatic preparation calls (``lmms_spatial.data.prepare``): it
+runs a converter on a downloaded release strictly (no row skipped) and turns every way a release
+can disagree with the converter into :class:`ReleaseMismatch`, whose message says what was found
+and what was expected.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -42,10 +46,23 @@ class ReleaseMismatch(RuntimeError):
     """A release the converter cannot read as published; the message is one paragraph."""
 
 
+def converter_keys() -> list[str]:
+    """The shipped converters and every other module of this package (found by name, nothing imported)."""
+    found = {info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")}
+    return sorted(set(CONVERTERS) | found)
+
+
 def module(key: str) -> ModuleType:
-    if key not in CONVERTERS:
-        raise KeyError(f"no converter for {key!r}; known: {', '.join(CONVERTERS)}")
-    return importlib.import_module(CONVERTERS[key][0])
+    if key not in converter_keys():
+        raise KeyError(f"no converter for {key!r}; known: {', '.join(converter_keys())}")
+    return importlib.import_module(CONVERTERS[key][0] if key in CONVERTERS else f"{__name__}.{key}")
+
+
+def release_layout(key: str) -> str:
+    """What the converter expects to find in a release, in one line."""
+    if key in CONVERTERS:
+        return CONVERTERS[key][1]
+    return getattr(module(key), "RELEASE_LAYOUT", f"the layout {__name__}.{key} describes")
 
 
 def describe_release(root: Path, limit: int = 8) -> str:
@@ -113,5 +130,5 @@ def convert_release(key: str, src: Path, out: Path) -> None:
         detail = " ".join(line.strip() for line in first[:3])[:400]
         raise ReleaseMismatch(
             f"{len(rejects)} problem(s), first: {detail}. Found: {describe_release(src)}. "
-            f"Expected: {CONVERTERS[key][1]}."
+            f"Expected: {release_layout(key)}."
         )
