@@ -5,7 +5,7 @@
 JSON, and records every request and the largest number handled at once. Handlers return
 the reply text, or a :class:`FakeReply` to script a status code, a delay (to trigger client
 timeouts) or a malformed body. Nothing here is used by the judge itself; it lives in the
-package so that ``tests/judge`` and ``scripts/bench_judge.py`` share it.
+package so that ``tests/judge`` and ``lmms_spatial.bench.judge`` share it.
 """
 
 from __future__ import annotations

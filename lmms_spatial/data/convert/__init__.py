@@ -44,14 +44,17 @@ CONVERTERS: dict[str, tuple[str, str]] = {
 }
 
 
-# converters added beside these (a scaffolded benchmark's): found, not listed; EXPECTED is read when needed
-CONVERTERS.update(
-    {
+def discovered(paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Converters added beside the listed ones (a scaffolded benchmark's), by file name; ``EXPECTED``
+    is read from the module when needed. Modules starting with an underscore are helpers."""
+    return {
         info.name: (f"{__name__}.{info.name}", "")
-        for info in pkgutil.iter_modules(__path__)
+        for info in pkgutil.iter_modules(paths)
         if not info.name.startswith("_") and info.name not in CONVERTERS
     }
-)
+
+
+CONVERTERS.update(discovered(__path__))
 
 
 class ReleaseMismatch(RuntimeError):
