@@ -364,6 +364,10 @@ def patch_qwen2_5_vl_vision_attention(
         problem = _attention_problem(attn)
         if problem is not None:
             return PatchReport(0, f"unexpected layout, nothing patched: {problem}")
+        if "forward" in vars(attn):  # replacing someone else's wrapper would silently drop what it does
+            return PatchReport(
+                0, f"vision block {index}'s attention forward is already wrapped (a hook?); nothing patched"
+            )
 
     cache = _PlanCache(mode)
     handles = [tower.register_forward_pre_hook(cache.clear), tower.register_forward_hook(cache.clear)]

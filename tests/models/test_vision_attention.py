@@ -294,6 +294,18 @@ def test_an_unexpected_attention_layout_is_not_patched() -> None:
     assert all("forward" not in vars(block.attn) for block in tower.blocks)  # all or nothing
 
 
+def test_an_attention_forward_wrapped_by_someone_else_is_not_replaced() -> None:
+    tower = build_vision_tower(WINDOWED)
+    wrapper = tower.blocks[3].attn.forward  # e.g. what accelerate's add_hook_to_module installs
+    tower.blocks[3].attn.forward = wrapper
+
+    report = patch_qwen2_5_vl_vision_attention(tower)
+
+    assert report.patched == 0 and "already wrapped" in report.reason
+    assert tower.blocks[3].attn.forward is wrapper
+    assert all("forward" not in vars(block.attn) for block in tower.blocks[:3])
+
+
 def test_unpatch_restores_the_stock_forward_and_removes_the_hooks() -> None:
     tower = build_vision_tower(WINDOWED)
     hooks_before = (len(tower._forward_pre_hooks), len(tower._forward_hooks))
