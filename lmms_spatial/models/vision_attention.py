@@ -2,8 +2,8 @@
 
 Why: in transformers' sdpa and eager paths, ``Qwen2_5_VLVisionAttention`` splits the packed sequence at every
 ``cu_seqlens`` boundary and calls attention once per piece. In 28 of the 32 blocks of the 7B tower the pieces
-are the 8x8-patch windows, so two 1280x960 images cost ~200 attention calls per block and the GPU mostly waits
-on the host; measured on an H100 (issue 18) the vision tower is ~75 % of prefill. Attention inside one window
+are the 8x8-patch windows, so two 1280x960 images cost ~200 attention calls per block, each far too small to
+fill a GPU; measured on an H100 (issue 18) the vision tower is ~75 % of prefill. Attention inside one window
 never looks outside it, so the windows of equal length are one ``scaled_dot_product_attention`` call over
 ``[windows, heads, length, head_dim]`` without any mask (interior windows all have the same length; the
 windows cut by an image's right or bottom edge form a few more groups), and the full-attention blocks are one
