@@ -20,7 +20,6 @@ batch pads to similar lengths.
 from __future__ import annotations
 
 import base64
-import copy
 import io
 import math
 import threading
@@ -138,21 +137,25 @@ class PreparedDoc:
 class DocPreparer:
     """Builds :class:`PreparedDoc` from a request's arguments; called concurrently by worker threads.
 
-    Each thread gets its own deep copy of the processor: a fast tokenizer refuses concurrent calls
-    that set padding ("Already borrowed"), and image processors keep per-call state.
+    Each thread uses its own copy of the processor (``processors``, one per worker, reused across
+    calls): a fast tokenizer refuses concurrent calls that set padding ("Already borrowed").
     """
 
-    processor: Any
+    processors: Sequence[Any]
     task_dict: Mapping[str, Any]
     qwen_resize: bool
     patch_size: int = QWEN_VL_UTILS_PATCH_SIZE
     video_kwargs: dict[str, Any] = field(default_factory=dict)
     _local: threading.local = field(default_factory=threading.local, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _next: int = 0
 
     def _processor(self) -> Any:
         proc = getattr(self._local, "processor", None)
         if proc is None:
-            proc = self._local.processor = copy.deepcopy(self.processor)
+            with self._lock:  # the n-th thread to ask takes the n-th copy
+                proc = self._local.processor = self.processors[self._next % len(self.processors)]
+                self._next += 1
         return proc
 
     def __call__(self, position: int, args: tuple) -> PreparedDoc:
@@ -209,19 +212,22 @@ def collate(docs: Sequence[PreparedDoc], pad_token_id: int, pin: bool = False) -
     import torch
 
     length = max(d.n_tokens for d in docs)
+    keys = list(dict.fromkeys(key for d in docs for key in d.tensors))  # a text-only document has no pixels
     batch: dict[str, Any] = {}
-    for key in docs[0].tensors:
-        values = [d.tensors[key] for d in docs]
+    for key in keys:
+        values = [d.tensors[key] for d in docs if key in d.tensors]
         if not all(isinstance(v, torch.Tensor) for v in values):
             raise ValueError(f"fast_vlm: processor output {key!r} is not a tensor; use batch_size=1")
-        sequence = key in SEQUENCE_KEYS or all(
-            v.ndim == 2 and v.shape == (1, d.n_tokens) for v, d in zip(values, docs, strict=True)
+        sequence = key in SEQUENCE_KEYS or (
+            len(values) == len(docs)
+            and all(v.ndim == 2 and v.shape == (1, d.n_tokens) for v, d in zip(values, docs, strict=True))
         )
         if sequence:
             fill = pad_token_id if key == "input_ids" else 0
             out = torch.full((len(docs), length), fill, dtype=values[0].dtype)
-            for row, v in enumerate(values):
-                out[row, length - v.shape[-1] :] = v[0]
+            for row, d in enumerate(docs):
+                if key in d.tensors:
+                    out[row, length - d.n_tokens :] = d.tensors[key][0]
         else:
             try:
                 out = torch.cat(values, dim=0)

@@ -40,11 +40,13 @@ processor per document; batching needs its per-image tensors to concatenate (els
 
 As lmms-eval's class, it ignores ``until`` (stop strings) and the ``system_prompt`` argument.
 ``fast_vlm.timing`` holds the counters of the last ``generate_until`` (prep in workers, GPU-thread
-wait, generate, the GPU thread's other host time), logged once at its end.
+wait, generate, the GPU thread's other host time), logged once at its end; ``timing_total`` sums
+every call (``staged``/``omni_cot`` make one per round).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import time
 from dataclasses import asdict, dataclass
@@ -88,6 +90,11 @@ class FastVLMTiming:
             f"fast_vlm: {self.docs} docs in {self.batches} batches, prep {ms(self.prep_s)} in {self.workers} "
             f"workers, GPU waited {ms(self.wait_s)}, host {ms(self.host_s)}, generate {ms(self.generate_s)}"
         )
+
+    def add(self, other: FastVLMTiming) -> None:
+        for name in ("docs", "batches", "prep_s", "wait_s", "generate_s", "host_s"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.workers = other.workers
 
     def as_dict(self) -> dict[str, float]:
         return {**asdict(self), "critical_path_s": self.critical_path_s}
@@ -205,7 +212,9 @@ class FastVLM(lmms):
         self.batch_size_per_gpu = int(batch_size)
         self.use_cache = str(use_cache).lower() not in ("0", "false", "no")
         self.workers, self.bucket_window, self.prefetch = int(workers), int(bucket_window), int(prefetch)
-        self.timing = FastVLMTiming()
+        self.timing = FastVLMTiming()  # the last generate_until call
+        self.timing_total = FastVLMTiming()  # every call so far (staged / omni_cot call it once per round)
+        self._processor_copies: list[Any] = []
 
         if accelerator.num_processes > 1:
             if accelerator.distributed_type == DistributedType.FSDP:
@@ -297,8 +306,10 @@ class FastVLM(lmms):
             segments.setdefault(_gen_key(request.args[2]), []).append(i)
         window = max(1, self.bucket_window) * self.batch_size
         jobs = [[(i, requests[i].args) for i in w] for w in windows(list(segments.values()), window)]
+        if len(self._processor_copies) < max(1, self.workers):  # made once, reused by every call
+            self._processor_copies = [copy.deepcopy(self.processor) for _ in range(max(1, self.workers))]
         preparer = DocPreparer(
-            self.processor, self.task_dict, self.qwen_resize,
+            self._processor_copies, self.task_dict, self.qwen_resize,
             video_kwargs={"max_pixels": self.max_pixels, "min_pixels": self.min_pixels},
         )  # fmt: skip
         pin = self._device.type == "cuda" and torch.cuda.is_available()
@@ -344,6 +355,7 @@ class FastVLM(lmms):
         timing.prep_s = stats.prep_s + stats.collate_s
         timing.host_s = max(0.0, total - timing.wait_s - timing.generate_s)
         self.timing = timing
+        self.timing_total.add(timing)
         if requests:
             logger.info(timing.summary())
         missing = [i for i, r in enumerate(results) if r is None]

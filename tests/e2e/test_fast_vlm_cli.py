@@ -112,3 +112,26 @@ def test_two_cpu_processes_under_accelerate_answer_each_document_once_as_one_pro
     assert two.results["results"]["mmsi_vanilla"] == one.results["results"]["mmsi_vanilla"]
     # each process logged its own share: two timing lines of 2 documents
     assert two.stdout.count("fast_vlm: 2 docs in 2 batches") == 2, log
+
+
+@pytest.mark.parametrize(
+    "model, extra, task",
+    [
+        ("staged", "", "osr_qa_cogmap_standard_vanilla"),  # the map, then each question after it
+        ("omni_cot", ",view_size=32,crop_size=32", "odi_bench_close_existence"),  # captions, grounding, answer
+    ],
+)
+def test_staged_and_omni_cot_run_over_fast_vlm(lmms_eval, checkpoint, model, extra, task):
+    run = lmms_eval(
+        "--model", model,
+        "--model_args", f"base=fast_vlm,pretrained={checkpoint},{MODEL_ARGS}{extra}",
+        "--tasks", task, "--limit", "2", "--batch_size", "2",
+        "--gen_kwargs", "max_new_tokens=8",
+        env={"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    log = run.stdout[-4000:] + run.stderr[-4000:]
+    samples = run.samples[task]
+    assert sorted(s["doc_id"] for s in samples) == [0, 1], log
+    assert all(isinstance(s["filtered_resps"], (str, list)) for s in samples)
+    # every round of the wrapper went through fast_vlm's pipeline: one timing line per generate_until call
+    assert run.stdout.count("fast_vlm: ") >= 3, log

@@ -79,6 +79,12 @@ def test_collate_pads_on_the_left_and_concatenates_pixels_in_document_order():
     assert batch["pixel_values"][:, 0].tolist() == [0.0, 1.0, 1.0]
 
 
+def test_collate_batches_a_text_only_document_with_an_image_document():
+    batch = collate([_doc(0, 3, first_id=10), _doc(1, 2, first_id=20, patches=2)], pad_token_id=99)
+    assert batch["input_ids"].tolist() == [[10, 11, 12], [99, 20, 21]]
+    assert batch["pixel_values"].shape == (2, 3)  # only the second document's patches
+
+
 def test_collate_refuses_pixel_tensors_that_cannot_be_concatenated():
     a, b = _doc(0, 2), _doc(1, 2)
     a.tensors["pixel_values"], b.tensors["pixel_values"] = torch.zeros(1, 3, 4, 4), torch.zeros(1, 3, 5, 5)
@@ -368,4 +374,4 @@ def test_staged_runs_over_fast_vlm_by_its_model_id(checkpoint, reference):
     staged = Staged(base="fast_vlm", pretrained=str(checkpoint), batch_size=2, vision_attention="stock", **MODEL_ARGS)
     staged.task_dict = {"t": {"test": _docs()}}
     assert staged.generate_until(_requests()) == reference.answers
-    assert staged.base.timing.docs == len(SIZES)
+    assert staged.base.timing_total.docs == staged.base.timing.docs == len(SIZES)  # no stage: one call
