@@ -21,11 +21,17 @@ Inputs, measured against lmms-eval's class on the same documents (tests/models/t
 * ``input_ids`` of every document identical (padding aside);
 * ``pixel_values`` identical with ``image_backend=torchvision`` (the default), which is also the
   backend lmms-eval's ``AutoProcessor.from_pretrained`` picks with transformers 5 when torchvision is
-  installed. ``image_backend=pil`` (transformers' PIL image processor) differs from it by at most
-  0.0292 in normalized pixel units (max abs over two 1280x960 images, Qwen2.5-VL's default
-  200,704..1,605,632 pixel bounds; mean abs 0.0019) - about one 8-bit grey level, 1/255 = 0.0039
-  before division by the std ~0.27;
-* greedy answers of the tiny random Qwen2.5-VL on CPU identical at ``batch_size=1``.
+  installed (so lmms-eval's own runs use it). ``image_backend=pil`` (transformers' PIL image
+  processor) differs only where the processor itself resizes. Measured by ``scripts/bench_fast_vlm.py``
+  on MMSI documents with two 1280x960 images: at lmms-eval's default bounds (200,704..1,605,632
+  pixels) qwen-vl-utils has already made each image 1288x952 and the processor does not resize, so
+  the two backends give identical values (max abs difference 0.0); at ``max_pixels=401408`` the
+  processor resizes to 728x532 and they differ by at most 0.0150 (mean 0.00012) in normalized units,
+  i.e. about one 8-bit grey level (1/255 / std 0.27 = 0.0145); token ids are the same either way;
+* greedy answers of the tiny random Qwen2.5-VL on CPU identical at ``batch_size=1`` (both backends,
+  each against lmms-eval with the same image processor), and on the test documents also at batch
+  sizes 2 and 4 - although left padding and batch composition (lmms-eval sorts by prompt text, we by
+  token count) can in general change float results and so a greedy token.
 
 Other options: ``image_backend`` (``torchvision``|``pil``), ``workers`` (preparing threads, default 4),
 ``bucket_window`` (batches per look-ahead window sorted by length, default 4), ``prefetch`` (ready
@@ -37,6 +43,9 @@ as one batched call per block through :mod:`lmms_spatial.models.vision_attention
 Any other ``AutoModelForImageTextToText`` with a chat template runs through the generic path:
 images as the task gives them (no qwen-vl-utils resize, as lmms-eval's ``huggingface`` class), the
 processor per document; batching needs its per-image tensors to concatenate (else ``batch_size=1``).
+Tested with a tiny random LLaVA (CLIP + Qwen2); lmms-eval's own generic ``huggingface`` chat class
+cannot serve as the reference there (with transformers 5.23 it passes ``audios=`` and the processor
+refuses it).
 
 As lmms-eval's class, it ignores ``until`` (stop strings) and the ``system_prompt`` argument.
 ``fast_vlm.timing`` holds the counters of the last ``generate_until`` (prep in workers, GPU-thread

@@ -375,3 +375,20 @@ def test_staged_runs_over_fast_vlm_by_its_model_id(checkpoint, reference):
     staged.task_dict = {"t": {"test": _docs()}}
     assert staged.generate_until(_requests()) == reference.answers
     assert staged.base.timing_total.docs == staged.base.timing.docs == len(SIZES)  # no stage: one call
+
+
+def test_generic_path_runs_a_llava_and_batching_keeps_each_answer(tmp_path):
+    """Outside the Qwen family: no qwen-vl-utils resize, the processor per document, batches concatenated."""
+    from tiny_models import build_tiny_llava
+
+    checkpoint = build_tiny_llava(tmp_path / "tiny-llava")
+    one = _fast(checkpoint, batch_size=1)
+    assert one.model_type == "llava" and not one.qwen_resize
+    calls = _capture(one)
+    expected = [r.text for r in one.generate_until(_requests())]
+    assert any(expected)
+    # one 56x56 crop per image (pixel_values: images x 3 x 56 x 56); documents 1, 3, 5 have two images
+    assert sorted(c["pixel_values"].shape[0] for c in calls) == [1, 1, 1, 1, 2, 2, 2]
+    assert all(c["pixel_values"].shape[1:] == (3, 56, 56) for c in calls)
+    three = _fast(checkpoint, batch_size=3)
+    assert [r.text for r in three.generate_until(_requests())] == expected
