@@ -195,13 +195,19 @@ def bucket(docs: Sequence[PreparedDoc], batch_size: int) -> list[list[PreparedDo
     return [ordered[i : i + batch_size] for i in range(0, len(ordered), batch_size)]
 
 
-def windows(segments: Sequence[Sequence[int]], size: int) -> list[list[int]]:
+def windows(segments: Sequence[Sequence[int]], size: int, first: int | None = None) -> list[list[int]]:
     """Each segment (requests with the same generation arguments) cut into windows of ``size``;
-    a window never spans two segments, so a batch never mixes generation arguments."""
-    out = []
+    a window never spans two segments, so a batch never mixes generation arguments. ``first``: the
+    size of the very first window (one batch), so the GPU starts as soon as one batch is ready
+    instead of after a whole window."""
+    out: list[list[int]] = []
     for segment in segments:
-        out.extend(list(segment[i : i + size]) for i in range(0, len(segment), size))
-    return out
+        start = 0
+        if not out and first:
+            out.append(list(segment[:first]))
+            start = len(out[0])
+        out.extend(list(segment[i : i + size]) for i in range(start, len(segment), size))
+    return [w for w in out if w]
 
 
 def collate(docs: Sequence[PreparedDoc], pad_token_id: int, pin: bool = False) -> dict[str, Any]:

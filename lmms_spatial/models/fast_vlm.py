@@ -314,7 +314,9 @@ class FastVLM(lmms):
         for i, request in enumerate(requests):
             segments.setdefault(_gen_key(request.args[2]), []).append(i)
         window = max(1, self.bucket_window) * self.batch_size
-        jobs = [[(i, requests[i].args) for i in w] for w in windows(list(segments.values()), window)]
+        jobs = [
+            [(i, requests[i].args) for i in w] for w in windows(list(segments.values()), window, first=self.batch_size)
+        ]
         if len(self._processor_copies) < max(1, self.workers):  # made once, reused by every call
             self._processor_copies = [copy.deepcopy(self.processor) for _ in range(max(1, self.workers))]
         preparer = DocPreparer(

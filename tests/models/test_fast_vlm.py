@@ -72,6 +72,11 @@ def test_windows_never_span_two_generation_argument_groups():
     assert windows([[0, 1, 2, 3, 4], [5, 6]], 2) == [[0, 1], [2, 3], [4], [5, 6]]
 
 
+def test_the_first_window_is_one_batch_so_the_gpu_starts_early():
+    assert windows([[0, 1, 2, 3, 4, 5, 6], [7, 8]], 4, first=2) == [[0, 1], [2, 3, 4, 5], [6], [7, 8]]
+    assert windows([[0], [1, 2]], 4, first=2) == [[0], [1, 2]]
+
+
 def test_collate_pads_on_the_left_and_concatenates_pixels_in_document_order():
     batch = collate([_doc(0, 2, first_id=10, patches=1), _doc(1, 4, first_id=20, patches=2)], pad_token_id=99)
     assert batch["input_ids"].tolist() == [[99, 99, 10, 11], [20, 21, 22, 23]]
