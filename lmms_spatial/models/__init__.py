@@ -11,7 +11,13 @@ from __future__ import annotations
 import os
 import sys
 
-AVAILABLE_MODELS = {"replay": "Replay", "random_choice": "RandomChoice", "staged": "Staged", "omni_cot": "OmniCoT"}
+AVAILABLE_MODELS = {
+    "replay": "Replay",
+    "random_choice": "RandomChoice",
+    "staged": "Staged",
+    "omni_cot": "OmniCoT",
+    "fast_vlm": "FastVLM",
+}
 
 HOOK_MISSING = (
     "lmms-spatial: its startup file (lmms_spatial_startup.pth) did not run (installed with `pip install --target` "
@@ -42,4 +48,5 @@ def manifests():
         ModelManifest(model_id="random_choice", simple_class_path="lmms_spatial.models.random_choice.RandomChoice"),
         ModelManifest(model_id="staged", chat_class_path="lmms_spatial.models.staged.Staged"),
         ModelManifest(model_id="omni_cot", chat_class_path="lmms_spatial.models.omni_cot.OmniCoT"),
+        ModelManifest(model_id="fast_vlm", chat_class_path="lmms_spatial.models.fast_vlm.FastVLM"),
     ]
