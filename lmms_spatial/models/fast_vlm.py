@@ -22,7 +22,7 @@ Inputs, measured against lmms-eval's class on the same documents (tests/models/t
 * ``pixel_values`` identical with ``image_backend=torchvision`` (the default), which is also the
   backend lmms-eval's ``AutoProcessor.from_pretrained`` picks with transformers 5 when torchvision is
   installed (so lmms-eval's own runs use it). ``image_backend=pil`` (transformers' PIL image
-  processor) differs only where the processor itself resizes. Measured by ``scripts/bench_fast_vlm.py``
+  processor) differs only where the processor itself resizes. Measured by ``python -m lmms_spatial.bench.fast_vlm``
   on MMSI documents with two 1280x960 images: at lmms-eval's default bounds (200,704..1,605,632
   pixels) qwen-vl-utils has already made each image 1288x952 and the processor does not resize, so
   the two backends give identical values (max abs difference 0.0); at ``max_pixels=401408`` the
@@ -57,6 +57,8 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -72,6 +74,8 @@ QWEN_RESIZE_MODEL_TYPES = ("qwen2_5_vl", "qwen2_vl")  # lmms-eval resizes their 
 IMAGE_BACKENDS = ("torchvision", "pil")
 VISION_ATTENTION = ("batched", "stock")
 DEFAULT_GEN_KWARGS = {"max_new_tokens": 128, "temperature": 0.0, "top_p": None, "num_beams": 1}
+# one JSON line of this call's counters per generate_until is appended to the file this names
+STATS_ENV = "LMMS_SPATIAL_RUNNER_STATS"
 _IGNORED_LMMS_EVAL_ARGS = ("max_num_frames", "fps", "system_prompt", "interleave_visuals", "reasoning_prompt")
 
 
@@ -109,6 +113,21 @@ class FastVLMTiming:
         return {**asdict(self), "critical_path_s": self.critical_path_s}
 
 
+def write_stats_line(timing: FastVLMTiming, rank: int) -> None:
+    """Append this call's counters (ms) to the file ``LMMS_SPATIAL_RUNNER_STATS`` names, if any.
+
+    ``lmms-spatial bench --runners`` reads them to split a run's time (see lmms_spatial.bench.runners).
+    """
+    path = os.environ.get(STATS_ENV)
+    if not path:
+        return
+    line = {"rank": rank, "docs": timing.docs, "batches": timing.batches, "workers": timing.workers}
+    seconds = {k: v for k, v in timing.as_dict().items() if k.endswith("_s")}
+    line.update({f"{k.removesuffix('_s')}_ms": round(1000 * v, 3) for k, v in seconds.items()})
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
 def default_attn_implementation() -> str:
     return "flash_attention_2" if importlib.util.find_spec("flash_attn") is not None else "sdpa"
 
@@ -120,6 +139,8 @@ def patch_vision_attention(model: Any) -> str:
     except ImportError as exc:
         return f"vision attention: stock (batched window attention unavailable: {exc})"
     report = patch_qwen2_5_vl_vision_attention(model)
+    if not report.patched:
+        return f"vision attention: stock ({report.reason})"
     return f"vision attention: batched window attention in {report.patched} blocks ({report.reason})"
 
 
@@ -330,6 +351,10 @@ class FastVLM(lmms):
             workers=self.workers, queue_batches=self.prefetch,
         )  # fmt: skip
 
+    def prefetch_order(self, requests: list[Instance]) -> list[int]:
+        """Read by :mod:`lmms_spatial.prefetch`: nothing for it to do, our own workers read ahead."""
+        return []
+
     def generate_until(self, requests: list[Instance]) -> list[GenerationResult]:
         import torch
         from tqdm import tqdm
@@ -346,6 +371,8 @@ class FastVLM(lmms):
                     gen_kwargs = requests[batch.docs[0].position].args[2] or {}
                     t0 = time.perf_counter()
                     out = self.model.generate(**inputs, **self._generate_kwargs(gen_kwargs))
+                    if out.is_cuda:  # the GPU's tail belongs to generate, not to the host work that follows
+                        torch.cuda.synchronize(out.device)
                     timing.generate_s += time.perf_counter() - t0
                     trimmed = [o[len(i) :] for i, o in zip(inputs["input_ids"], out, strict=True)]
                     answers = self.processor.batch_decode(
@@ -369,6 +396,7 @@ class FastVLM(lmms):
         self.timing_total.add(timing)
         if requests:
             logger.info(timing.summary())
+            write_stats_line(timing, self.rank)
         missing = [i for i, r in enumerate(results) if r is None]
         if missing:  # cannot happen unless the pipeline lost a document: never return a silent hole
             raise RuntimeError(f"fast_vlm: no answer for requests {missing[:10]}")

@@ -8,6 +8,7 @@ to ``model.generate`` are captured and compared, and so are the greedy answers.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -397,3 +398,36 @@ def test_generic_path_runs_a_llava_and_batching_keeps_each_answer(tmp_path):
     assert all(c["pixel_values"].shape[1:] == (3, 56, 56) for c in calls)
     three = _fast(checkpoint, batch_size=3)
     assert [r.text for r in three.generate_until(_requests())] == expected
+
+
+def test_batched_vision_attention_keeps_lmms_evals_greedy_answers(checkpoint, reference):
+    fast = _fast(checkpoint, batch_size=1, vision_attention="batched")
+    assert fast.vision_attention == "batched"  # the tiny tower's 2 blocks were patched
+    assert [r.text for r in fast.generate_until(_requests())] == reference.answers
+
+
+def test_vision_attention_is_reported_stock_when_no_block_could_be_patched():
+    from lmms_spatial.models.fast_vlm import patch_vision_attention
+
+    line = patch_vision_attention(torch.nn.Linear(2, 2))  # no vision tower to patch
+    assert line.startswith("vision attention: stock (")
+
+
+def test_each_call_appends_its_counters_in_ms_to_the_stats_file(checkpoint, tmp_path, monkeypatch):
+    from lmms_spatial.models.fast_vlm import STATS_ENV
+
+    stats = tmp_path / "stats.jsonl"
+    monkeypatch.setenv(STATS_ENV, str(stats))
+    fast = _fast(checkpoint, batch_size=4)
+    fast.generate_until(_requests())
+    fast.generate_until(_requests([0, 1]))
+    first, second = (json.loads(line) for line in stats.read_text().splitlines())
+    # 7 documents at batch 4: the first window is one batch (4), then the 3 left; then 2 documents in one
+    assert (first["docs"], first["batches"], second["docs"], second["batches"]) == (7, 2, 2, 1)
+    assert first["critical_path_ms"] == pytest.approx(first["wait_ms"] + first["host_ms"], abs=0.002)
+    assert set(first) == {"rank", "docs", "batches", "workers", "prep_ms", "wait_ms", "generate_ms", "host_ms",
+                          "critical_path_ms"}  # fmt: skip
+
+
+def test_the_decode_prefetcher_leaves_fast_vlm_to_its_own_workers(checkpoint):
+    assert _fast(checkpoint, batch_size=1).prefetch_order(_requests()) == []
