@@ -136,3 +136,33 @@ def test_runner_table_gives_each_runner_its_floor_ratio_and_the_speedup():
     assert table["runners"]["fast_vlm"]["ours_on_critical_path_ms_per_doc"] == 0.5
     assert table["runners"]["qwen2_5_vl"]["ours_on_critical_path_ms_per_doc"] == 56.0
     assert table["targets"]["floor_ratio_ok"] is True and table["targets"]["speedup_ok"] is True
+
+
+@pytest.mark.slow  # ~100 s: six lmms-eval runs of the tiny checkpoint (cold, 2L and L for each runner)
+def test_runners_section_runs_both_runners_on_a_checkpoint_built_here(offline_env, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "-m", "lmms_spatial.cli", "bench", "--only", "tasks", "--runners", "--arch", "tiny",
+           "--device", "cpu", "--tasks", "mmsi_vanilla", "--docs", "2", "--limit", "2", "--batch_size", "2",
+           "--gen_kwargs", "max_new_tokens=2", "--min-pixels", "3136", "--max-pixels", "12544",
+           "--work", str(tmp_path / "work"), "--json", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, env=offline_env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(out.read_text())["runners"]
+
+    assert (report["arch"], report["dtype"], report["limit"]) == ("tiny", "float32", 2)
+    for runner in ("qwen2_5_vl", "fast_vlm"):
+        run = report["runs"][runner]
+        assert "error" not in run, run.get("error")
+        assert run["docs"] == 2 and run["docs_2l"] == 4  # the cold run, then --limit 4 against --limit 2
+    floor, params = report["floor"], report["params"]
+    assert floor["tokens"] > 0 and floor["patches"] > 0
+    assert floor["flops"] == 2 * params["llm"] * floor["tokens"] + 2 * params["vision"] * floor["patches"]
+    # fast_vlm's own counters of the cold, 2L and L runs were read: one line per generate_until
+    lines = (tmp_path / "work" / "runners" / "fast_vlm" / "runner_stats.jsonl").read_text().splitlines()
+    assert [json.loads(line)["docs"] for line in lines] == [2, 4, 2]
+    assert set(report["runs"]["fast_vlm"]["counters_ms_per_marginal_doc"]) >= {"critical_path_ms", "generate_ms"}
+    assert "## Runners: Qwen2.5-VL tiny" in proc.stdout
