@@ -29,6 +29,9 @@ PATCH = 14
 MERGE = 2
 QWEN_MIN_PIXELS = 4 * 28 * 28
 QWEN_MAX_PIXELS = 16384 * 28 * 28
+# lmms-eval 0.7.3's ``qwen2_5_vl`` model arguments min_pixels / max_pixels (its defaults)
+LMMS_EVAL_MIN_PIXELS = 256 * 28 * 28
+LMMS_EVAL_MAX_PIXELS = 1605632
 
 
 def smart_resize(height: int, width: int, factor: int = PATCH * MERGE, min_pixels: int = QWEN_MIN_PIXELS,

@@ -25,7 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lmms_spatial.bench.floor import DEFAULT_PEAK_TFLOPS, ParamSplit, mean_floor, split_parameters
+from lmms_spatial.bench.floor import (
+    DEFAULT_PEAK_TFLOPS,
+    LMMS_EVAL_MAX_PIXELS,
+    LMMS_EVAL_MIN_PIXELS,
+    ParamSplit,
+    mean_floor,
+    split_parameters,
+)
 
 REFERENCE_RUNNER = "qwen2_5_vl"
 OUR_RUNNER = "fast_vlm"
@@ -276,9 +283,9 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--device", default="auto", help="cuda when available, else cpu (default auto)")
     group.add_argument("--dtype", default=None, help="default: bfloat16 on CUDA, float32 on CPU")
     group.add_argument("--attn-implementation", dest="attn_implementation", default="sdpa")
-    group.add_argument("--min-pixels", dest="min_pixels", type=int, default=256 * 28 * 28,
+    group.add_argument("--min-pixels", dest="min_pixels", type=int, default=LMMS_EVAL_MIN_PIXELS,
                        help="both runners' min_pixels (lmms-eval's qwen2_5_vl default)")  # fmt: skip
-    group.add_argument("--max-pixels", dest="max_pixels", type=int, default=1605632,
+    group.add_argument("--max-pixels", dest="max_pixels", type=int, default=LMMS_EVAL_MAX_PIXELS,
                        help="both runners' max_pixels (lmms-eval's qwen2_5_vl default)")  # fmt: skip
     group.add_argument("--peak-tflops", dest="peak_tflops", type=float, default=DEFAULT_PEAK_TFLOPS,
                        help=f"matrix rate for the compute floor (default {DEFAULT_PEAK_TFLOPS:g}, bf16)")  # fmt: skip

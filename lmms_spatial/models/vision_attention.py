@@ -44,6 +44,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lmms_spatial.bench.checkpoints import QWEN2_5_VL_7B
+from lmms_spatial.bench.floor import LMMS_EVAL_MAX_PIXELS, LMMS_EVAL_MIN_PIXELS
+
 MODES = ("grouped", "padded")
 #: Upper bound on attention scores (windows x heads x len x len) per call. Only the math fallback kernel
 #: materialises them; the bound keeps that fallback near stock's memory use (stock: one image per call).
@@ -421,27 +424,10 @@ def batched_vision_attention(model: nn.Module, mode: str = "grouped") -> Iterato
 # Benchmark: stock vs patched vision tower at the 7B architecture, random weights
 # ---------------------------------------------------------------------------------------------------------------
 
-#: Qwen2.5-VL-7B-Instruct's vision_config (transformers' Qwen2_5_VLVisionConfig defaults, except hidden_size:
-#: the default there is 3584, the released 7B tower is 1280 wide with a 5120 -> 3584 merger).
-QWEN2_5_VL_7B_VISION = {
-    "depth": 32,
-    "hidden_size": 1280,
-    "hidden_act": "silu",
-    "intermediate_size": 3420,
-    "num_heads": 16,
-    "in_channels": 3,
-    "patch_size": 14,
-    "spatial_merge_size": 2,
-    "temporal_patch_size": 2,
-    "window_size": 112,
-    "out_hidden_size": 3584,
-    "fullatt_block_indexes": [7, 15, 23, 31],
-}
-
-
-#: lmms-eval 0.7.3's ``qwen2_5_vl`` pixel bounds (its ``min_pixels`` / ``max_pixels`` defaults).
-LMMS_EVAL_MIN_PIXELS = 256 * 28 * 28
-LMMS_EVAL_MAX_PIXELS = 1605632
+#: Qwen2.5-VL-7B-Instruct's vision_config: transformers' Qwen2_5_VLVisionConfig defaults except hidden_size
+#: (the default there is 3584; the released 7B tower is 1280 wide with a 5120 -> 3584 merger). One copy, with
+#: the text part, in lmms_spatial.bench.checkpoints; lmms-eval 0.7.3's ``qwen2_5_vl`` pixel bounds likewise.
+QWEN2_5_VL_7B_VISION = QWEN2_5_VL_7B["vision_config"]
 
 
 def image_grid(
