@@ -7,16 +7,9 @@ import math
 
 import pytest
 
-from lmms_spatial.bench.floor import (
-    Floor,
-    ParamSplit,
-    floor_of,
-    image_patches,
-    mean_floor,
-    smart_resize,
-    split_parameters,
-)
+from lmms_spatial.bench.floor import Floor, ParamSplit, floor_of, mean_floor, split_parameters
 from lmms_spatial.bench.runners import marginal_counters, runner_table
+from lmms_spatial.models.fast_inputs import smart_resize  # qwen-vl-utils' resize, copied once
 
 
 class _P:
@@ -29,33 +22,34 @@ class _P:
 
 def test_a_1280x960_image_is_resized_to_the_nearest_multiples_of_28_within_the_budget():
     # 960 / 28 = 34.3 -> 34 * 28 = 952; 1280 / 28 = 45.7 -> 46 * 28 = 1288; 952 * 1288 = 1,226,176 <= 1,605,632
-    assert smart_resize(960, 1280, min_pixels=256 * 28 * 28, max_pixels=1605632) == (952, 1288)
+    assert smart_resize(960, 1280, 28, 256 * 28 * 28, 1605632) == (952, 1288)
 
 
 def test_an_image_over_the_pixel_budget_is_scaled_down_keeping_its_aspect():
     # 12000 x 6000 into 1,605,632 px: beta = sqrt(72e6 / 1605632) = 6.696; 6000 / 6.696 / 28 = 32.0 -> 32 * 28 = 896,
     # 12000 / 6.696 / 28 = 64.0 -> 64 * 28 = 1792 (floors), 896 * 1792 = 1,605,632
-    h, w = smart_resize(6000, 12000, max_pixels=1605632)
+    h, w = smart_resize(6000, 12000, 28, 4 * 28 * 28, 1605632)
     assert (h, w) == (896, 1792)
     assert h * w <= 1605632
 
 
 def test_an_image_under_the_pixel_budget_is_scaled_up():
     # 56 x 56 = 3136 px with min 4 * 3136: beta = 2, 56 * 2 / 28 = 4 -> 112 x 112
-    assert smart_resize(56, 56, min_pixels=4 * 3136) == (112, 112)
+    assert smart_resize(56, 56, 28, 4 * 3136, 16384 * 28 * 28) == (112, 112)
 
 
 @pytest.mark.parametrize("size", [(960, 1280), (512, 1024), (6000, 12000), (37, 91), (1080, 1920), (3000, 200)])
 def test_smart_resize_agrees_with_qwen_vl_utils(size):
     qwen_vl_utils = pytest.importorskip("qwen_vl_utils")
     h, w = size
-    ours = smart_resize(h, w, min_pixels=256 * 28 * 28, max_pixels=1605632)
+    ours = smart_resize(h, w, 28, 256 * 28 * 28, 1605632)
     assert ours == tuple(qwen_vl_utils.smart_resize(h, w, factor=28, min_pixels=256 * 28 * 28, max_pixels=1605632))
 
 
 def test_patches_of_a_1280x960_image_are_its_14_pixel_cells_after_resizing():
     # (952 / 14) * (1288 / 14) = 68 * 92
-    assert image_patches(960, 1280, min_pixels=256 * 28 * 28, max_pixels=1605632) == 6256
+    h, w = smart_resize(960, 1280, 28, 256 * 28 * 28, 1605632)
+    assert (h // 14) * (w // 14) == 6256
 
 
 def test_parameters_split_into_llm_blocks_and_vision_tower_without_embeddings_or_head():

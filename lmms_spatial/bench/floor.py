@@ -15,7 +15,6 @@ vision) on an MMSI document with two 1280x960 images (3,261 tokens, 12,696 patch
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -23,44 +22,9 @@ from dataclasses import dataclass
 # figures were computed with, so ratios stay comparable between runs and machines.
 DEFAULT_PEAK_TFLOPS = 790.0
 
-# Qwen2.5-VL's image geometry: 14-pixel patches merged 2x2 into one LLM token, so sides are
-# rounded to multiples of 28; qwen_vl_utils' defaults for the pixel budget.
-PATCH = 14
-MERGE = 2
-QWEN_MIN_PIXELS = 4 * 28 * 28
-QWEN_MAX_PIXELS = 16384 * 28 * 28
 # lmms-eval 0.7.3's ``qwen2_5_vl`` model arguments min_pixels / max_pixels (its defaults)
 LMMS_EVAL_MIN_PIXELS = 256 * 28 * 28
 LMMS_EVAL_MAX_PIXELS = 1605632
-
-
-def smart_resize(height: int, width: int, factor: int = PATCH * MERGE, min_pixels: int = QWEN_MIN_PIXELS,
-                 max_pixels: int = QWEN_MAX_PIXELS) -> tuple[int, int]:  # fmt: skip
-    """The (height, width) Qwen2.5-VL's preprocessing resizes an image to (``qwen_vl_utils.smart_resize``).
-
-    Both sides become multiples of ``factor`` closest to the original, then the area is brought
-    inside [min_pixels, max_pixels] keeping the aspect ratio. Written out here so the floor does
-    not depend on ``qwen_vl_utils`` being installed; a test pins it against that package.
-    """
-    if max(height, width) / min(height, width) > 200:
-        raise ValueError(f"aspect ratio over 200: {width}x{height}")
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
-
-
-def image_patches(height: int, width: int, min_pixels: int = QWEN_MIN_PIXELS, max_pixels: int = QWEN_MAX_PIXELS) -> int:
-    """Vision-tower patches (14x14) of one image after resizing; the LLM sees a quarter as many tokens."""
-    h, w = smart_resize(height, width, min_pixels=min_pixels, max_pixels=max_pixels)
-    return (h // PATCH) * (w // PATCH)
 
 
 @dataclass(frozen=True)
