@@ -1,213 +1,64 @@
-"""Startup hook: make lmms-eval index our tasks without ``--include_path``.
+"""Startup hook: make lmms-eval index our tasks without ``--include_path``, at no cost to other programs.
 
-Imported at interpreter start by ``lmms_spatial_startup.pth``. It must stay cheap and
-must not import lmms-eval: it only puts a finder on ``sys.meta_path`` that waits for the
-lmms-eval modules named in :data:`PATCHES` to be imported, then runs each module's patches
-on it. The first wraps ``TaskManager.initialize_tasks`` so that our task directory is
-appended to ``include_path`` (built-in tasks keep priority).
+Imported at interpreter start by ``lmms_spatial_startup.pth``, so every Python process of the
+environment (pip, pytest, a worker, a script that never touches lmms-eval) runs it. It therefore
+imports nothing (``os`` and ``sys`` are loaded already) and only puts a finder on ``sys.meta_path``
+that waits for the lmms-eval modules named in :data:`PATCHES`. When one of them is first imported,
+the patches named for it are imported from :mod:`lmms_spatial.plugin` and run on the fresh module
+(``tests/test_startup_hook.py`` pins the cost with ``python -X importtime``).
 
 Set ``LMMS_SPATIAL_DISABLE_HOOK=1`` to switch it off (then use
 ``--include_path "$(lmms-spatial tasks-dir)"``).
 """
 
-from __future__ import annotations
-
-import importlib.abc
 import os
 import sys
 
 DISABLE_ENV = "LMMS_SPATIAL_DISABLE_HOOK"
-TARGET_MODULE = "lmms_eval.tasks"
 
-
-def _disabled() -> bool:
-    return os.environ.get(DISABLE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def _our_tasks_dir() -> str:
-    import lmms_spatial.tasks as tasks_pkg
-
-    return os.path.dirname(os.path.abspath(tasks_pkg.__file__))
-
-
-INCLUDE_PATH_HINT = 'pass --include_path "$(lmms-spatial tasks-dir)" to lmms-eval'
-
-
-def patch_task_manager(module) -> None:
-    """Wrap ``module.TaskManager.initialize_tasks`` once to add our task directory."""
-    manager = getattr(module, "TaskManager", None)
-    initialize = getattr(manager, "initialize_tasks", None)
-    if manager is None or initialize is None:  # an lmms-eval whose internals changed: say how to go on
-        print(
-            f"lmms-spatial: this lmms-eval has no TaskManager.initialize_tasks, so our tasks are not added "
-            f"automatically; {INCLUDE_PATH_HINT}",
-            file=sys.stderr,
-        )
-        return
-    if getattr(initialize, "_lmms_spatial", False):
-        return
-    original = manager.initialize_tasks
-
-    def initialize_tasks(self, include_path=None, include_defaults=True):
-        if include_path is None:
-            paths = []
-        elif isinstance(include_path, str):
-            paths = [include_path]
-        else:
-            paths = list(include_path)
-        ours = _our_tasks_dir()
-        if not any(os.path.realpath(p) == os.path.realpath(ours) for p in paths):
-            paths.append(ours)
-        return original(self, include_path=paths, include_defaults=include_defaults)
-
-    initialize_tasks._lmms_spatial = True
-    initialize_tasks.__wrapped__ = original
-    manager.initialize_tasks = initialize_tasks
-
-
-class _EncodableJson:
-    """The ``json`` module, except that ``dumps`` never returns text UTF-8 cannot encode.
-
-    lmms-eval writes samples with ``json.dumps(..., ensure_ascii=False)`` into a UTF-8 file: one
-    reply holding a lone surrogate (``"\\ud800"``, which models do emit) raises there and leaves an
-    empty samples file. Lone surrogates become JSON escapes instead, which read back to the same
-    string; every other text is unchanged.
-    """
-
-    def __getattr__(self, name: str):
-        import json
-
-        return getattr(json, name)
-
-    @staticmethod
-    def dumps(*args, **kwargs) -> str:
-        import json
-
-        text = json.dumps(*args, **kwargs)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-        return text
-
-
-def patch_sample_encoding(module) -> None:
-    """Make lmms-eval's evaluation tracker write every sample, lone surrogates included."""
-    if getattr(module, "json", None) is not None and not isinstance(module.json, _EncodableJson):
-        module.json = _EncodableJson()
-
-
-# --- a run whose task of ours failed exits non-zero -------------------------------------
-
-_FAILURES: list[str] = []  # one line per failed evaluation that involved our tasks
-
-
-def _our_task_names() -> set[str]:
-    """Task, group and tag names declared by our YAML files (a plain scan: no YAML parsing)."""
-    import re
-    from pathlib import Path
-
-    names: set[str] = set()
-    pattern = re.compile(r"^(?:task|group|tag):\s*([\w.-]+)\s*(?:#.*)?$", re.MULTILINE)
-    for path in Path(_our_tasks_dir()).rglob("*.yaml"):
-        names.update(pattern.findall(path.read_text(encoding="utf-8")))
-    return names
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The exception that explains ``exc``: through tenacity's ``RetryError`` and ``raise ... from``.
-
-    Our own one-line errors (data unavailable, a bad document) win over whatever wraps them.
-    """
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and all(current is not seen for seen in chain):
-        chain.append(current)
-        attempt = getattr(current, "last_attempt", None)  # tenacity.RetryError
-        inner = attempt.exception() if attempt is not None and hasattr(attempt, "exception") else None
-        current = inner or current.__cause__ or current.__context__
-    ours = [e for e in chain if type(e).__module__.startswith("lmms_spatial")]
-    return ours[0] if ours else chain[-1]
-
-
-def _exit_if_one_of_ours_failed() -> None:
-    if _FAILURES:
-        sys.stdout.flush()
-        for line in _FAILURES:
-            print(line, file=sys.stderr)
-        sys.stderr.flush()
-        os._exit(1)
-
-
-def patch_exit_code(module) -> None:
-    """lmms-eval 0.7.3 logs an evaluation that raised and exits 0: when the run asked for one of
-    our tasks, print the cause in one line at exit and exit 1 instead. Runs with no task of ours
-    keep lmms-eval's behaviour."""
-    original = getattr(module, "simple_evaluate", None)
-    if original is None or getattr(original, "_lmms_spatial", False):
-        return
-    import atexit
-    import functools
-
-    @functools.wraps(original)
-    def simple_evaluate(*args, **kwargs):
-        try:
-            return original(*args, **kwargs)
-        except Exception as exc:
-            tasks = kwargs.get("tasks", args[3] if len(args) > 3 else None) or []
-            requested = {t for t in (tasks if isinstance(tasks, (list, tuple)) else [tasks]) if isinstance(t, str)}
-            ours = sorted(requested & _our_task_names())
-            if ours:
-                cause = root_cause(exc)
-                first = (str(cause).strip().splitlines() or [""])[0]
-                _FAILURES.append(f"lmms-spatial: {', '.join(ours)} failed: {type(cause).__name__}: {first}")
-            raise
-
-    simple_evaluate._lmms_spatial = True
-    module.simple_evaluate = simple_evaluate
-    atexit.register(_exit_if_one_of_ours_failed)  # registered early: runs after lmms-eval's own handlers
-
-
-def patch_prefetch(module) -> None:
-    """Wrap ``module.evaluate`` so that, while it runs, the model's ``generate_until`` builds our tasks'
-    inputs ahead of the model on worker threads (:mod:`lmms_spatial.prefetch`; a no-op for runs
-    without our tasks, ``LMMS_SPATIAL_PREFETCH=0`` switches it off)."""
-    original = getattr(module, "evaluate", None)
-    if original is None or getattr(original, "_lmms_spatial", False):
-        return
-    import functools
-
-    @functools.wraps(original)
-    def evaluate(*args, **kwargs):
-        from lmms_spatial.prefetch import prefetching_model
-
-        lm = kwargs.get("lm", args[0] if args else None)
-        with prefetching_model(lm):
-            return original(*args, **kwargs)
-
-    evaluate._lmms_spatial = True
-    module.evaluate = evaluate
-
-
-# module name -> patches run on it right after it is first executed. Each patch must be
-# idempotent and cheap; one that raises is reported and skipped, never breaks the import.
-PATCHES: dict[str, list] = {
-    TARGET_MODULE: [patch_task_manager],
-    "lmms_eval.loggers.evaluation_tracker": [patch_sample_encoding],
-    "lmms_eval.evaluator": [patch_exit_code, patch_prefetch],
+# lmms-eval module -> "module:function" patches run on it right after it is first executed.
+# Each is idempotent and cheap; one that raises is reported and skipped, never breaks the import.
+PATCHES = {
+    "lmms_eval.tasks": ("lmms_spatial.plugin.tasks:patch_task_manager",),
+    "lmms_eval.api.task": (
+        "lmms_spatial.plugin.tasks:patch_task_building",
+        "lmms_spatial.plugin.isolation:patch_process_results",
+    ),
+    "lmms_eval.loggers.evaluation_tracker": ("lmms_spatial.plugin.samples:patch_sample_encoding",),
+    "lmms_eval.evaluator_utils": ("lmms_spatial.plugin.isolation:patch_task_output",),
+    "lmms_eval.caching.response_cache": ("lmms_spatial.plugin.resume:patch_response_cache",),
+    "lmms_eval.evaluator": ("lmms_spatial.plugin.run:patch_evaluator",),
 }
 
 
-def apply_patches(module) -> None:
-    for patch in PATCHES.get(module.__name__, ()):
+def _disabled():
+    return os.environ.get(DISABLE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def apply_patches(module):
+    """Run the patches named for ``module`` (an lmms-eval module that was just executed)."""
+    targets = PATCHES.get(module.__name__, ())
+    if not targets:
+        return
+    from importlib import import_module
+
+    try:
+        from lmms_spatial.plugin import supported
+
+        if not supported():  # an lmms-eval outside the declared range: said once, nothing patched
+            return
+    except Exception as exc:
+        print(f"lmms-spatial: lmms-eval patches not installed: {exc}", file=sys.stderr)
+        return
+    for target in targets:
+        module_name, _, function = target.partition(":")
         try:
-            patch(module)
+            getattr(import_module(module_name), function)(module)
         except Exception as exc:  # a broken patch must never break `import lmms_eval`
-            hint = f"; {INCLUDE_PATH_HINT}" if patch is patch_task_manager else ""
-            print(f"lmms-spatial: {patch.__name__} skipped on {module.__name__}: {exc}{hint}", file=sys.stderr)
+            print(f"lmms-spatial: {function} skipped on {module.__name__}: {exc}", file=sys.stderr)
 
 
-class _LoaderProxy(importlib.abc.Loader):
+class _PatchingLoader:
     """Runs the real loader, then patches the freshly executed module."""
 
     def __init__(self, loader):
@@ -224,7 +75,9 @@ class _LoaderProxy(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
-class _TasksModuleFinder(importlib.abc.MetaPathFinder):
+class _LmmsEvalFinder:
+    """A ``sys.meta_path`` finder that answers only for the modules in :data:`PATCHES`."""
+
     def find_spec(self, fullname, path, target=None):
         if fullname not in PATCHES:
             return None
@@ -234,19 +87,22 @@ class _TasksModuleFinder(importlib.abc.MetaPathFinder):
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None:
-                    spec.loader = _LoaderProxy(spec.loader)
+                    spec.loader = _PatchingLoader(spec.loader)
                 return spec
         return None
 
+    def invalidate_caches(self):
+        pass
 
-def install() -> None:
+
+def install():
     if _disabled():
         return
     for name in PATCHES:
         if name in sys.modules:  # imported before us (unusual): patch in place
             apply_patches(sys.modules[name])
-    if not any(isinstance(f, _TasksModuleFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _TasksModuleFinder())
+    if not any(type(f).__name__ == "_LmmsEvalFinder" for f in sys.meta_path):
+        sys.meta_path.insert(0, _LmmsEvalFinder())
 
 
 try:

@@ -18,7 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def offline_env(tmp_path_factory) -> dict[str, str]:
-    """Environment for subprocesses: no Hub, a private HF cache, our fixture datasets."""
+    """Environment for subprocesses as a user has it: no Hub, a private HF cache, our fixture datasets
+    named by the documented ``LMMS_SPATIAL_<B>_PATH`` variables, nothing else of ours."""
     root = tmp_path_factory.mktemp("lmms_env")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LMMS_SPATIAL_")}
     env.update(
@@ -28,8 +29,7 @@ def offline_env(tmp_path_factory) -> dict[str, str]:
         TRANSFORMERS_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
         PYTHONUNBUFFERED="1",
-        LMMS_SPATIAL_JUDGE="none",  # rule-based fallbacks; judge tests point it at a loopback server
-    )
+    )  # and no product setting (judge, prefetch, ...): a test that is about one sets it
     env.update(build_demo_data(root / "data"))
     return env
 

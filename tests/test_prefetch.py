@@ -268,7 +268,7 @@ def test_the_window_defaults_to_four_batches_and_at_least_eight(monkeypatch) -> 
 def test_the_startup_hook_prefetches_only_while_evaluate_runs() -> None:
     import types
 
-    from lmms_spatial._startup import patch_prefetch
+    from lmms_spatial.plugin.run import patch_evaluator
 
     class Model:
         def generate_until(self, requests):
@@ -280,9 +280,10 @@ def test_the_startup_hook_prefetches_only_while_evaluate_runs() -> None:
         calls.append(lm.generate_until._lmms_spatial_prefetch)
         return lm.generate_until([])
 
-    module = types.SimpleNamespace(evaluate=evaluate)
-    patch_prefetch(module)
-    patch_prefetch(module)  # idempotent
+    module = types.SimpleNamespace(__name__="lmms_eval.evaluator", evaluate=evaluate, simple_evaluate=lambda: None,
+                                   consolidate_group_results=lambda *a: None)  # fmt: skip
+    patch_evaluator(module)
+    patch_evaluator(module)  # idempotent
     lm = Model()
     assert module.evaluate(lm=lm) == ["plain"]
     assert calls == [True]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_spatial._startup import patch_task_manager
+from lmms_spatial.plugin.tasks import patch_task_manager
 from lmms_spatial.paths import tasks_dir
 
 
@@ -22,7 +22,7 @@ def _python(code: str, env: dict[str, str]) -> str:
 
 def test_interpreter_start_does_not_import_lmms_eval(offline_env):
     out = _python("import sys; print('lmms_eval' in sys.modules, type(sys.meta_path[0]).__name__)", offline_env)
-    assert out == "False _TasksModuleFinder"
+    assert out == "False _LmmsEvalFinder"
 
 
 INDEX = (
@@ -88,9 +88,9 @@ def test_accelerate_launch_finds_our_tasks(offline_env, tmp_path):
 def test_samples_with_a_lone_surrogate_are_written_as_json_that_reads_back_the_same():
     import json
 
-    from lmms_spatial._startup import _EncodableJson
+    from lmms_spatial.plugin.samples import EncodableJson
 
-    text = _EncodableJson().dumps({"resps": "\ud800A", "ok": "é"}, ensure_ascii=False)
+    text = EncodableJson().dumps({"resps": "\ud800A", "ok": "é"}, ensure_ascii=False)
     text.encode("utf-8")  # lmms-eval writes this into a UTF-8 file: it must encode
     assert json.loads(text) == {"resps": "\ud800A", "ok": "é"}
     assert "é" in text  # ordinary text is untouched
@@ -98,7 +98,7 @@ def test_samples_with_a_lone_surrogate_are_written_as_json_that_reads_back_the_s
 
 def test_lmms_evals_evaluation_tracker_writes_samples_through_the_encodable_json(offline_env):
     code = "import lmms_eval.loggers.evaluation_tracker as t; print(type(t.json).__name__)"
-    assert _python(code, offline_env) == "_EncodableJson"
+    assert _python(code, offline_env) == "EncodableJson"
 
 
 def _lmms_eval_run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
@@ -133,7 +133,7 @@ def test_a_bad_row_of_ours_exits_1_naming_the_document(offline_env, tmp_path):
 def test_the_root_cause_is_found_through_tenacity_and_exception_chains():
     import tenacity
 
-    from lmms_spatial._startup import root_cause
+    from lmms_spatial.plugin.failures import root_cause
     from lmms_spatial.data.images import BadDocumentError
 
     bad = BadDocumentError("q1", "answer", "E is not an option")

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from lmms_spatial.data.benchmark import Benchmark
-from lmms_spatial.data.sources import DataUnavailable, _offline, cached_commits, hf_home, hub_cache
+from lmms_spatial.data.hub_cache import DataUnavailable, cached_commits, hf_home, hub_cache, offline
 
 # bump when a converter's output changes: prepared copies made by an older one are remade
 PREPARED_FORMAT = 1
@@ -70,7 +70,7 @@ def cached_snapshot(bench: Benchmark, revision: str) -> Path | None:
 
 def fetch_release(bench: Benchmark, revision: str) -> Path:
     """The downloaded release (a snapshot folder named by its commit)."""
-    if _offline():
+    if offline():
         found = cached_snapshot(bench, revision)
         if found is None:
             others = cached_commits(bench.hub_id)

@@ -32,6 +32,7 @@ from typing import Any
 
 from lmms_spatial import run_options
 from lmms_spatial.data.images import BadDocumentError, load_images, require, undecoded
+from lmms_spatial.data.loading import documents_of
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS, letter_index, soft_score
 from lmms_spatial.metrics.extraction import LETTERS, extract_choice
@@ -143,7 +144,7 @@ def docs_for(task: str, granularity: str):
         )
 
     process_docs.__name__ = f"process_docs_{task}_{granularity}"
-    return process_docs
+    return documents_of("dori")(process_docs)
 
 
 # --- prompts -------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Thin lmms-eval glue for DORI: everything lives in lmms_spatial.tasks.dori.adapter."""
 
-from lmms_spatial.data.sources import dataset_source
+# the YAMLs name a placeholder: the data is found when lmms-eval loads it (lmms_spatial.data.loading)
+from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
 from lmms_spatial.tasks.dori.adapter import (  # noqa: F401
     aggregate_accuracy,
@@ -15,11 +16,9 @@ from lmms_spatial.tasks.dori.adapter import (  # noqa: F401
     process_results_unstructured,
 )
 
-_SOURCE = dataset_source("dori")
-DATASET_PATH = _SOURCE.path
-DATASET_KWARGS = _SOURCE.kwargs
-
 # process_docs per question type, named docs_<task>_<granularity> for the YAMLs
 for _task in TASKS:
     for _granularity in GRANULARITIES:
         globals()[f"docs_{_task}_{_granularity}"] = docs_for(_task, _granularity)
+
+DATASET_KWARGS = PLACEHOLDER_KWARGS

@@ -20,13 +20,12 @@ come first, in order (PTS: the two images of the pair).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from loguru import logger
 
 from lmms_spatial.data.images import BadDocumentError, doc_id_of, load_images, require, undecoded
-from lmms_spatial.data.sources import BENCHMARKS, DatasetSource, dataset_source
+from lmms_spatial.data.loading import documents_of
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.extraction import LETTERS, extract_choice
 from lmms_spatial.metrics.mmperspective import (
@@ -51,25 +50,6 @@ COT_POST_PROMPT = (
 POST_PROMPTS = {"direct": POST_PROMPT, "cot": COT_POST_PROMPT}
 
 
-class MMPerspectiveDataUnavailable(FileNotFoundError):
-    pass
-
-
-def dataset_location() -> DatasetSource:
-    """Local copy from the env var, else the Hub id (none until the authors publish the data)."""
-    bench = BENCHMARKS[KEY]
-    if not bench.hub_id and not os.environ.get(bench.env_var, "").strip():
-        raise MMPerspectiveDataUnavailable(
-            f"MMPerspective has no public dataset on the Hugging Face Hub yet: set {bench.env_var} to a local "
-            "folder (or parquet file) in the layout of hub_cards/mmperspective/README.md. Convert images + a "
-            "JSON/CSV question file with `lmms-spatial convert mmperspective --images ... "
-            "--questions ... --out ...`, or build the synthetic demo data with "
-            '`python -c "from lmms_spatial.data.demo.mmperspective import build_mmperspective; '
-            "build_mmperspective('mmp_demo')\"`."
-        )
-    return dataset_source(KEY)
-
-
 # --- documents -----------------------------------------------------------------------------
 
 
@@ -88,7 +68,7 @@ def _docs_of_task(wanted: str):
         return docs
 
     process_docs.__name__ = f"process_docs_{wanted.lower()}"
-    return process_docs
+    return documents_of(KEY)(process_docs)
 
 
 process_docs_vpp, process_docs_clp, process_docs_vap, process_docs_ldp = map(_docs_of_task, TASKS[:4])
@@ -99,6 +79,7 @@ def _add_variants(groups: list, expected: dict[str, list[str]]) -> dict[str, lis
     return {"robust_variants": [expected[str(g).strip()] for g in groups]}
 
 
+@documents_of(KEY)
 def process_docs_robust(dataset):
     """Rows with a ``robust_group``, each told the variants its group must have (whole file)."""
     expected = check_dataset(dataset)

@@ -1,5 +1,7 @@
 """Thin lmms-eval glue for MMPerspective: everything lives in lmms_spatial.tasks.mmperspective.adapter."""
 
+# the YAMLs name a placeholder: the data is found when lmms-eval loads it (lmms_spatial.data.loading)
+from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.tasks.mmperspective.adapter import (  # noqa: F401
     aggregate_accuracy,
     aggregate_binary,
@@ -12,7 +14,6 @@ from lmms_spatial.tasks.mmperspective.adapter import (  # noqa: F401
     aggregate_variant_mask,
     aggregate_variant_original,
     aggregate_variant_rotate,
-    dataset_location,
     doc_to_messages,
     doc_to_target,
     doc_to_text,
@@ -33,6 +34,4 @@ from lmms_spatial.tasks.mmperspective.adapter import (  # noqa: F401
     process_results_robust_cot,
 )
 
-_SOURCE = dataset_location()  # raises a clear error when no local copy is set (no public data yet)
-DATASET_PATH = _SOURCE.path
-DATASET_KWARGS = _SOURCE.kwargs
+DATASET_KWARGS = PLACEHOLDER_KWARGS

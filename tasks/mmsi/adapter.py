@@ -25,6 +25,7 @@ from typing import Any
 from loguru import logger
 
 from lmms_spatial.data.images import BadDocumentError, load_images, require, undecoded
+from lmms_spatial.data.loading import documents_of
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.extraction import extract_choice
 from lmms_spatial.metrics.mmsi import (
@@ -172,12 +173,14 @@ def validate_rows(dataset) -> None:
         )
 
 
+@documents_of("mmsi")
 def process_docs(dataset):
     """Rows checked (:func:`validate_rows`), then left undecoded: images decoded once per request."""
     validate_rows(dataset)
     return undecoded(dataset, "images")
 
 
+@documents_of("mmsi")
 def process_docs_circular(dataset):
     """Four consecutive rows per question, options re-lettered; images are not copied.
 

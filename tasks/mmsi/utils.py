@@ -1,6 +1,7 @@
 """Thin lmms-eval glue for MMSI-Bench: everything lives in lmms_spatial.tasks.mmsi.adapter."""
 
-from lmms_spatial.data.sources import dataset_source
+# the YAMLs name a placeholder: the data is found when lmms-eval loads it (lmms_spatial.data.loading)
+from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.tasks.mmsi.adapter import (  # noqa: F401
     aggregate_accuracy,
     aggregate_circular,
@@ -19,6 +20,4 @@ from lmms_spatial.tasks.mmsi.adapter import (  # noqa: F401
     process_results_cot,
 )
 
-_SOURCE = dataset_source("mmsi")
-DATASET_PATH = _SOURCE.path
-DATASET_KWARGS = _SOURCE.kwargs
+DATASET_KWARGS = PLACEHOLDER_KWARGS

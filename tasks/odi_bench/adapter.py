@@ -37,6 +37,7 @@ from loguru import logger
 from lmms_spatial import run_options
 from lmms_spatial.data.erp_image import ResolutionCap, decode_erp
 from lmms_spatial.data.images import BadDocumentError, doc_id_of, require, undecoded
+from lmms_spatial.data.loading import documents_of
 from lmms_spatial.judge import FALLBACK_JUDGE, get_judge
 from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.metrics.extraction import LETTERS, Extraction, extract_choice, extract_yes_no
@@ -203,7 +204,7 @@ def process_docs_for(task: str) -> Callable:
         )
 
     process_docs.__name__ = f"process_docs_{task}"
-    return process_docs
+    return documents_of("odi_bench")(process_docs)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Thin lmms-eval glue for ODI-Bench: everything lives in lmms_spatial.tasks.odi_bench.adapter."""
 
-from lmms_spatial.data.sources import dataset_source
+# the YAMLs name a placeholder: the data is found when lmms-eval loads it (lmms_spatial.data.loading)
+from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.tasks.odi_bench.adapter import (  # noqa: F401
     aggregate_accuracy,
     aggregate_cache_hits,
@@ -21,10 +22,6 @@ from lmms_spatial.tasks.odi_bench.adapter import (  # noqa: F401
     process_results_open,
 )
 
-_SOURCE = dataset_source("odi_bench")
-DATASET_PATH = _SOURCE.path
-DATASET_KWARGS = _SOURCE.kwargs
-
 process_docs_object_attribute = process_docs_for("object_attribute")
 process_docs_human_attribute = process_docs_for("human_attribute")
 process_docs_existence = process_docs_for("existence")
@@ -35,3 +32,5 @@ process_docs_allocentric_view_orientation = process_docs_for("allocentric_view_o
 process_docs_scene_simulation = process_docs_for("scene_simulation")
 process_docs_relative_direction = process_docs_for("relative_direction")
 process_docs_odi_reasoning = process_docs_for("odi_reasoning")
+
+DATASET_KWARGS = PLACEHOLDER_KWARGS

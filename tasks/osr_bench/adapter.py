@@ -35,6 +35,7 @@ from typing import Any
 from loguru import logger
 
 from lmms_spatial.data.images import BadDocumentError, DecodedImageCache, require, undecoded
+from lmms_spatial.data.loading import documents_of
 from lmms_spatial.metrics import aggregation as agg
 from lmms_spatial.metrics.osr_bench import (
     DIRECTIONS,
@@ -151,6 +152,13 @@ def one_per_image(dataset):
             seen.add(scene)
             keep.append(i)
     return undecoded(dataset.select(keep), "image")
+
+
+# process_docs of each config's tasks; a config is a folder of the normalised layout (<root>/standard, /negative)
+undecoded_images_standard = documents_of("osr_bench", "standard")(undecoded_images)
+undecoded_images_negative = documents_of("osr_bench", "negative")(undecoded_images)
+one_per_image_standard = documents_of("osr_bench", "standard")(one_per_image)
+one_per_image_negative = documents_of("osr_bench", "negative")(one_per_image)
 
 
 def cogmap_prompt(doc: dict) -> str:
@@ -301,7 +309,9 @@ def _judge(skill: str, doc: dict, response: str) -> dict[str, Any]:
         if not _judge_warned.is_set():
             _judge_warned.set()
             logger.warning(f"OSR-Bench LLM evaluator failed ({message}); llm_accuracy leaves such items out")
-        return {"failed": True, "score": None, "reason": f"judge_failed:{message}"[:500]}
+        # no "score": lmms-eval reads the "score" of every record for its standard error, and a failed
+        # verdict has none (llm_accuracy leaves it out; judge_failures counts it)
+        return {"failed": True, "reason": f"judge_failed:{message}"[:500]}
     return {"failed": False, **verdict.as_dict()}
 
 

@@ -1,6 +1,7 @@
 """Thin lmms-eval glue for OSR-Bench: everything lives in lmms_spatial.tasks.osr_bench.adapter."""
 
-from lmms_spatial.data.sources import dataset_source
+# the YAMLs name a placeholder: the data is found when lmms-eval loads it (lmms_spatial.data.loading)
+from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.tasks.osr_bench.adapter import (  # noqa: F401
     PROCESSORS,
     aggregate_failures,
@@ -12,17 +13,15 @@ from lmms_spatial.tasks.osr_bench.adapter import (  # noqa: F401
     doc_to_target,
     doc_to_text,
     doc_to_visual,
-    one_per_image,
+    one_per_image_negative,
+    one_per_image_standard,
     process_results_cogmap,
-    undecoded_images,
+    undecoded_images_negative,
+    undecoded_images_standard,
 )
-
-_SOURCE = dataset_source("osr_bench")
-DATASET_PATH = _SOURCE.path
-# the two configs are two folders of the normalised layout: <root>/standard and <root>/negative
-DATASET_KWARGS_STANDARD = {**_SOURCE.kwargs, "data_dir": "standard"}
-DATASET_KWARGS_NEGATIVE = {**_SOURCE.kwargs, "data_dir": "negative"}
 
 # process_results_<qa|qa_cogmap>_<config>_<mode> for the YAMLs
 for _name, _fn in PROCESSORS.items():
     globals()[f"process_results_{_name}"] = _fn
+
+DATASET_KWARGS = PLACEHOLDER_KWARGS

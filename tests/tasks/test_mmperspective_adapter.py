@@ -168,15 +168,19 @@ def test_a_missing_column_fails_naming_it():
 
 
 def test_without_a_local_copy_the_error_says_how_to_get_one(monkeypatch):
+    from lmms_spatial.data.sources import DataUnavailable, dataset_source
+
     monkeypatch.delenv("LMMS_SPATIAL_MMPERSPECTIVE_PATH", raising=False)
     with pytest.raises(
-        FileNotFoundError,
-        match="no public dataset.*MMPERSPECTIVE_PATH.*lmms-spatial convert mmperspective",
+        DataUnavailable,
+        match="no public release.*lmms-spatial convert mmperspective.*LMMS_SPATIAL_MMPERSPECTIVE_PATH",
     ):
-        adapter.dataset_location()
+        dataset_source("mmperspective")
 
 
 def test_a_local_folder_is_used_when_set(monkeypatch, tmp_path):
+    from lmms_spatial.data.sources import dataset_source
+
     (tmp_path / "test.parquet").write_bytes(b"")  # a folder must hold data files to be used
     monkeypatch.setenv("LMMS_SPATIAL_MMPERSPECTIVE_PATH", str(tmp_path))
-    assert adapter.dataset_location().path == str(tmp_path.resolve())
+    assert dataset_source("mmperspective").path == str(tmp_path.resolve())

@@ -1,0 +1,50 @@
+"""What the Hugging Face caches hold, read from disk (no network), and the one error of data resolution.
+
+A leaf module: :mod:`lmms_spatial.data.sources` (which release to read) and
+:mod:`lmms_spatial.data.prepare` (converting a raw release) both import it, and neither imports the
+other's internals back.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class DataUnavailable(RuntimeError):
+    """A benchmark's data cannot be read as configured; the message is one line naming the fix."""
+
+
+OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+
+
+def offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in {"1", "true", "yes", "on"} for v in OFFLINE_VARS)
+
+
+def hf_home() -> Path:
+    default = Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "huggingface"
+    return Path(os.environ.get("HF_HOME") or default).expanduser()
+
+
+def hub_cache() -> Path:
+    """Read now, not at import (as ``huggingface_hub.constants`` is): launchers and tests set it late."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    return Path(explicit).expanduser() if explicit else hf_home() / "hub"
+
+
+def cached_commits(repo_id: str) -> list[str]:
+    """The commits of dataset ``repo_id`` whose snapshots are in the Hub cache, sorted (no network)."""
+    folder = hub_cache() / f"datasets--{repo_id.replace('/', '--')}" / "snapshots"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def in_datasets_cache(repo_id: str) -> bool:
+    """Whether ``datasets`` prepared ``repo_id`` itself (it then reads it offline at any revision)."""
+    datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or hf_home() / "datasets")
+    return (datasets_cache / repo_id.replace("/", "___").lower()).is_dir()
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """Whether a snapshot of the dataset ``repo_id`` is in the Hugging Face cache (no network)."""
+    return bool(cached_commits(repo_id)) or in_datasets_cache(repo_id)

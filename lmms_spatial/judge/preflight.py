@@ -1,0 +1,67 @@
+"""Before generation: say when tasks of the run need an LLM judge that is not there.
+
+A run whose tasks score with a judge (every such task reports ``judge_failures``) and that has none
+configured, or whose judge server does not answer one probe, still completes: judge metrics come out NaN
+(never 0) and every item is counted in ``judge_failures``. That is only worth hours of GPU time if the
+user knows before the model starts, so the run says it once, before generation, with the two ways on.
+``LMMS_SPATIAL_JUDGE=none`` (the papers' rule-based fallbacks) is a choice, not a problem: no notice.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+
+from .config import ENV_BASE_URL, ENV_MODEL, JudgeConfig
+
+PROBE_TIMEOUT = 5.0
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_SHOWN = 6
+
+
+def probe(config: JudgeConfig, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """``None`` if the judge's server answers ``GET <base_url>/models``; else what went wrong, in a few words.
+
+    Any HTTP answer means the server is up, except 401/403 (the key is refused, as every judged item would be).
+    """
+    url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/models"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {config.api_key or 'EMPTY'}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return None
+    except urllib.error.HTTPError as exc:
+        if exc.code in (401, 403):
+            return f"{url} refused the API key (HTTP {exc.code})"
+        return None
+    except Exception as exc:  # refused, unreachable, timed out, bad URL
+        reason = getattr(exc, "reason", exc)
+        return f"{url} does not answer ({type(reason).__name__}: {reason})"
+
+
+def _listed(tasks: list[str]) -> str:
+    shown = ", ".join(tasks[:_SHOWN])
+    return shown + (f" and {len(tasks) - _SHOWN} more" if len(tasks) > _SHOWN else "")
+
+
+def notice(tasks: list[str], env: Mapping[str, str] | None = None, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """The text to show before generation, or ``None`` when the tasks' judge is there (or not needed)."""
+    if not tasks:
+        return None
+    config = JudgeConfig.from_env(dict(env) if env is not None else None)
+    if config.is_none:
+        return None
+    if config.model is None:
+        problem = f"no LLM judge is configured ({ENV_MODEL} is not set)"
+    else:
+        failure = probe(config, timeout)
+        if failure is None:
+            return None
+        problem = f"the LLM judge {config.model} cannot be reached: {failure}"
+    return (
+        f"lmms-spatial: {problem}, and {len(tasks)} task(s) of this run score with one: {_listed(tasks)}.\n"
+        "  The run goes on: their judge metrics (judge_score, llm_accuracy) will be NaN and each item is counted "
+        "in judge_failures; answers are kept, and `--model replay` scores them later.\n"
+        f"  To judge now, stop here and set {ENV_MODEL}=<model> (with {ENV_BASE_URL} for a local server), or "
+        f"{ENV_MODEL}=none for the papers' rule-based fallback."
+    )

@@ -1,0 +1,57 @@
+"""What lmms-spatial changes in lmms-eval, imported only once lmms-eval itself is (see :mod:`lmms_spatial._startup`).
+
+- :mod:`.tasks`: our task folder on lmms-eval's task index; which task a failed build belongs to.
+- :mod:`.samples`: samples files written whatever a reply holds.
+- :mod:`.run`: the run-level wrapper (``simple_evaluate`` / ``evaluate``): which runs are ours, the judge
+  check before generation, decoding ahead of the model, the exit status and its last line.
+- :mod:`.resume`: every answer on disk as soon as its chunk is done, and re-runs that ask only for the rest.
+- :mod:`.isolation`: one task's scoring failure does not cost the other tasks their results.
+
+Runs that name none of our tasks are left exactly as lmms-eval runs them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# the lmms-eval versions whose internals these patches were written against and are tested on in CI
+# (0.7.0 and 0.7.3); later 0.7.x releases are allowed, and each patch says in one line when an internal
+# it needs has changed instead of failing inside it
+SUPPORTED_RANGE = ">=0.7,<0.8"
+_MIN, _BELOW = (0, 7), (0, 8)
+_checked: list[bool] = []
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def lmms_eval_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lmms-eval")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def supported() -> bool:
+    """Whether the installed lmms-eval is in :data:`SUPPORTED_RANGE`; outside it, one line says so (once)."""
+    if not _checked:
+        found = lmms_eval_version()
+        ok = found == "unknown" or _MIN <= _version_tuple(found) < _BELOW
+        if not ok:
+            print(
+                f"lmms-spatial: lmms-eval {found} is not supported (supported: lmms-eval{SUPPORTED_RANGE}); our tasks "
+                f"and run fixes are not installed. Install a supported version: "
+                f"pip install 'lmms-eval{SUPPORTED_RANGE}'",
+                file=sys.stderr,
+            )
+        _checked.append(ok)
+    return _checked[0]

@@ -1,0 +1,154 @@
+"""What failed in a run that involved our tasks, said in the last line of output and in the exit status.
+
+lmms-eval 0.7.x logs an evaluation that raised and exits 0. A run that names one of our tasks instead
+ends with one line per failure and exit status 1:
+
+- a task whose scoring or aggregation raised (the other tasks' results and every sample were
+  written): ``lmms-spatial: osr_qa_negative_vanilla failed while scoring: TypeError: ...``;
+- a run that stopped before any result, while lmms-eval built a task: that task is named, and
+  said to be lmms-eval's own when it is (``... while building task mme (an lmms-eval task, not one
+  of ours): FileNotFoundError: ...``);
+- a run that stopped elsewhere: what is known (the stage, the cause), never a guessed task.
+
+Runs that name none of our tasks keep lmms-eval's behaviour.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+from pathlib import Path
+
+EXC_TASK_ATTR = "lmms_spatial_task"  # set on an exception raised while lmms-eval built that task
+
+_lock = threading.Lock()
+_LINES: list[str] = []
+_TASK_FAILURES: dict[str, str] = {}  # task -> "stage: cause" (first failure only)
+_exit_registered: list[bool] = []
+
+
+def our_tasks_dir() -> str:
+    import lmms_spatial.tasks as tasks_pkg
+
+    return os.path.dirname(os.path.abspath(tasks_pkg.__file__))
+
+
+_NAMES: list[set[str]] = []
+
+
+def our_task_names() -> set[str]:
+    """Task, group and tag names declared by our YAML files (a plain scan: no YAML parsing, no data)."""
+    if not _NAMES:
+        pattern = re.compile(r"^(?:task|group|tag):\s*([\w.-]+)\s*(?:#.*)?$", re.MULTILINE)
+        names: set[str] = set()
+        for path in Path(our_tasks_dir()).rglob("*.yaml"):
+            names.update(pattern.findall(path.read_text(encoding="utf-8")))
+        _NAMES.append(names)
+    return _NAMES[0]
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The exception that explains ``exc``: through tenacity's ``RetryError`` and ``raise ... from``.
+
+    Our own one-line errors (data unavailable, a bad document) win over whatever wraps them.
+    """
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        attempt = getattr(current, "last_attempt", None)  # tenacity.RetryError
+        inner = attempt.exception() if attempt is not None and hasattr(attempt, "exception") else None
+        current = inner or current.__cause__ or current.__context__
+    ours = [e for e in chain if type(e).__module__.startswith("lmms_spatial")]
+    return ours[0] if ours else chain[-1]
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: first line of the message`` of the root cause."""
+    cause = root_cause(exc)
+    first = (str(cause).strip().splitlines() or [""])[0]
+    return f"{type(cause).__name__}: {first}" if first else type(cause).__name__
+
+
+def task_of(exc: BaseException) -> str | None:
+    """The task lmms-eval was building when ``exc`` was raised (innermost), if one was."""
+    current: BaseException | None = exc
+    seen: list[BaseException] = []
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        name = getattr(current, EXC_TASK_ATTR, None)
+        if name:
+            return name
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def add_line(line: str) -> None:
+    with _lock:
+        if line not in _LINES:
+            _LINES.append(line)
+    register_exit()
+
+
+def task_failed(task: str, stage: str, exc: BaseException | str) -> bool:
+    """Record that ``task`` failed at ``stage`` (``scoring``, ``aggregation``); True the first time."""
+    cause = exc if isinstance(exc, str) else describe(exc)
+    with _lock:
+        if task in _TASK_FAILURES:
+            return False
+        _TASK_FAILURES[task] = f"{stage}: {cause}"
+    add_line(
+        f"lmms-spatial: {task} failed while {stage}: {cause}; the other tasks' results and every sample were written"
+    )
+    return True
+
+
+def failed_tasks() -> dict[str, str]:
+    with _lock:
+        return dict(_TASK_FAILURES)
+
+
+def run_failed(exc: BaseException, requested_ours: list[str]) -> None:
+    """The whole evaluation raised: name the task being built if lmms-eval was building one, else the stage."""
+    cause = describe(exc)
+    task = task_of(exc)
+    ours = ", ".join(requested_ours)
+    if task is None:
+        add_line(f"lmms-spatial: the run stopped before writing results ({ours} not evaluated): {cause}")
+    elif task in our_task_names():
+        add_line(f"lmms-spatial: {task} failed: {cause}")
+    else:
+        add_line(
+            f"lmms-spatial: the run stopped while building task {task} (an lmms-eval task, not one of ours; "
+            f"{ours} not evaluated): {cause}"
+        )
+
+
+def reset() -> None:
+    """Forget every failure (tests; a process that runs several evaluations)."""
+    with _lock:
+        _LINES.clear()
+        _TASK_FAILURES.clear()
+
+
+def _exit_if_failed() -> None:
+    with _lock:
+        lines = list(_LINES)
+    if lines:
+        sys.stdout.flush()
+        for line in lines:
+            print(line, file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def register_exit() -> None:
+    """Exit with status 1 and the failure lines at interpreter exit. Registered when lmms-eval's evaluator is
+    imported, before lmms-eval registers its own handlers, so that it runs after them (atexit is LIFO)."""
+    if not _exit_registered:
+        import atexit
+
+        _exit_registered.append(True)
+        atexit.register(_exit_if_failed)

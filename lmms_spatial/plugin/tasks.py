@@ -1,0 +1,85 @@
+"""lmms-eval's task index gets our task folder; a task that fails while being built is named.
+
+``TaskManager.initialize_tasks`` is wrapped once so that our task directory is appended to
+``include_path`` (built-in tasks keep priority). ``ConfigurableTask.__init__`` (which loads the
+task's dataset) is wrapped so that an exception raised while building a task carries the task's name
+(:data:`lmms_spatial.plugin.failures.EXC_TASK_ATTR`): lmms-eval's one exception for a run does not
+say which of its tasks failed, and a mixed run must not blame our task for a stock task's data.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from lmms_spatial.plugin.failures import EXC_TASK_ATTR, our_tasks_dir
+
+INCLUDE_PATH_HINT = 'pass --include_path "$(lmms-spatial tasks-dir)" to lmms-eval'
+
+
+def patch_task_manager(module) -> None:
+    """Wrap ``module.TaskManager.initialize_tasks`` once to add our task directory."""
+    manager = getattr(module, "TaskManager", None)
+    initialize = getattr(manager, "initialize_tasks", None)
+    if manager is None or initialize is None:  # an lmms-eval whose internals changed: say how to go on
+        print(
+            f"lmms-spatial: this lmms-eval has no TaskManager.initialize_tasks, so our tasks are not added "
+            f"automatically; {INCLUDE_PATH_HINT}",
+            file=sys.stderr,
+        )
+        return
+    if getattr(initialize, "_lmms_spatial", False):
+        return
+    original = manager.initialize_tasks
+
+    def initialize_tasks(self, include_path=None, include_defaults=True):
+        if include_path is None:
+            paths = []
+        elif isinstance(include_path, str):
+            paths = [include_path]
+        else:
+            paths = list(include_path)
+        ours = our_tasks_dir()
+        if not any(os.path.realpath(p) == os.path.realpath(ours) for p in paths):
+            paths.append(ours)
+        return original(self, include_path=paths, include_defaults=include_defaults)
+
+    initialize_tasks._lmms_spatial = True
+    initialize_tasks.__wrapped__ = original
+    manager.initialize_tasks = initialize_tasks
+
+
+def _task_name(args: tuple, kwargs: dict, task) -> str | None:
+    config = kwargs.get("config")
+    if config is None and len(args) >= 4:  # ConfigurableTask(data_dir, cache_dir, download_mode, config, ...)
+        config = args[3]
+    if isinstance(config, dict) and config.get("task"):
+        return str(config["task"])
+    return getattr(getattr(task, "_config", None), "task", None)
+
+
+def patch_task_building(module) -> None:
+    """Wrap ``ConfigurableTask.__init__`` so that an exception raised while building a task names it."""
+    cls = getattr(module, "ConfigurableTask", None)
+    original = getattr(cls, "__init__", None)
+    if cls is None or original is None:
+        print("lmms-spatial: this lmms-eval has no ConfigurableTask; a failed task is not named", file=sys.stderr)
+        return
+    if getattr(original, "_lmms_spatial", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        try:
+            original(self, *args, **kwargs)
+        except Exception as exc:
+            if getattr(exc, EXC_TASK_ATTR, None) is None:  # the innermost task wins
+                try:
+                    setattr(exc, EXC_TASK_ATTR, _task_name(args, kwargs, self))
+                except Exception:  # an exception type that refuses attributes: nothing to add
+                    pass
+            raise
+
+    __init__._lmms_spatial = True
+    __init__.__wrapped__ = original
+    __init__.__doc__ = original.__doc__
+    cls.__init__ = __init__
