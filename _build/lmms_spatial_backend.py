@@ -1,7 +1,7 @@
 """PEP 517 build backend: setuptools, plus one startup ``.pth`` file at the wheel root.
 
 lmms-eval 0.7.3 has no plugin hook for tasks (only for models), so lmms-spatial ships a
-one-line ``.pth`` file that imports :mod:`lmms_spatial._startup` at interpreter start.
+one-line ``.pth`` file that imports the top-level module :mod:`lmms_spatial_startup` at interpreter start.
 That module only registers a tiny import hook; lmms-eval itself is never imported by it.
 setuptools cannot place a file at the root of site-packages for both regular and editable
 (PEP 660) installs, so this wrapper appends it to whatever wheel setuptools builds.
@@ -18,7 +18,7 @@ from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F401,F403  (re-export the other PEP 517 hooks)
 
 PTH_NAME = "lmms_spatial_startup.pth"
-PTH_TEXT = "import lmms_spatial._startup\n"
+PTH_TEXT = "import lmms_spatial_startup\n"
 
 
 def _add_pth(wheel_path: str) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lmms_spatial.plugin.tasks import patch_task_manager
 from lmms_spatial.paths import tasks_dir
+from lmms_spatial.plugin.tasks import patch_task_manager
 
 
 def _python(code: str, env: dict[str, str]) -> str:
@@ -133,8 +133,8 @@ def test_a_bad_row_of_ours_exits_1_naming_the_document(offline_env, tmp_path):
 def test_the_root_cause_is_found_through_tenacity_and_exception_chains():
     import tenacity
 
-    from lmms_spatial.plugin.failures import root_cause
     from lmms_spatial.data.images import BadDocumentError
+    from lmms_spatial.plugin.failures import root_cause
 
     bad = BadDocumentError("q1", "answer", "E is not an option")
 
@@ -161,7 +161,7 @@ def test_without_the_pth_file_the_model_entry_point_installs_the_hook_and_says_s
     code = (
         "import sys; sys.path[:0] = " + repr([repo, *site.getsitepackages()]) + "\n"
         "import lmms_spatial.models as m; m._ensure_task_hook()\n"
-        "print('lmms_spatial._startup' in sys.modules)"
+        "print('lmms_spatial_startup' in sys.modules)"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LMMS_SPATIAL_", "LMMS_EVAL_PLUGINS"))}
     proc = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, timeout=300)
@@ -185,3 +185,34 @@ def test_lmms_eval_plugins_set_to_lmms_spatial_runs_our_tasks(offline_env, tmp_p
     proc = _lmms_eval_run(["--model", "random_choice", "--tasks", "mmsi_vanilla", "--limit", "2"], env, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert list((tmp_path / "out").rglob("*_results.json"))
+
+
+def _hook_import_us(python: str) -> int:
+    """Cumulative import time (µs) of the startup hook at interpreter start, from ``-X importtime``."""
+    proc = subprocess.run([python, "-X", "importtime", "-c", "pass"], capture_output=True, text=True, timeout=60)
+    lines = [line for line in proc.stderr.splitlines() if line.rstrip().endswith(" lmms_spatial_startup")]
+    times = [int(line.split("|")[1]) for line in lines]
+    assert len(times) == 1, proc.stderr[-2000:]
+    return times[0]
+
+
+@pytest.mark.slow
+def test_the_startup_hook_costs_at_most_1_ms_at_interpreter_start_in_a_wheel_install(tmp_path):
+    """Every Python process of the environment runs the hook; in a wheel install (no editable finder) it
+    imports nothing but itself and our empty package. Best of 7 starts, as a loaded CI machine jitters."""
+    repo = Path(tasks_dir()).parent
+    wheel_cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                 str(tmp_path / "dist"), str(repo)]  # fmt: skip
+    build = subprocess.run(wheel_cmd, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-3000:]
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    wheel = next((tmp_path / "dist").glob("lmms_spatial-*.whl"))
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", site,
+                              str(wheel)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert (Path(site) / "lmms_spatial_startup.pth").is_file()
+    assert min(_hook_import_us(python) for _ in range(7)) <= 1000

@@ -136,6 +136,23 @@ def _retry_after(exc: BaseException | None) -> float | None:
         return None
 
 
+
+def _sendable(value: Any) -> Any:
+    """``value`` with every text encodable as UTF-8: a lone surrogate (models do emit them in replies) becomes
+    U+FFFD. Without this the request cannot be sent at all and a working judge fails the item; texts without
+    surrogates are unchanged (so are their cache keys)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return value
+    if isinstance(value, list):
+        return [_sendable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _sendable(v) for k, v in value.items()}
+    return value
+
 class Judge:
     """Scores items with one rubric. Thread-safe; see the module docstring."""
 
@@ -161,7 +178,8 @@ class Judge:
     def request_for(self, item: Mapping[str, Any]) -> dict[str, Any]:
         """The chat-completion request for ``item`` (model, messages, sampling parameters)."""
         self.rubric.check_item(item)
-        request: dict[str, Any] = {"model": self.config.model, "messages": self.rubric.build_messages(item)}
+        messages = _sendable(self.rubric.build_messages(item))
+        request: dict[str, Any] = {"model": self.config.model, "messages": messages}
         if self.config.temperature is not None:
             request["temperature"] = self.config.temperature
         max_tokens = self.config.max_tokens if self.config.max_tokens is not None else self.rubric.max_tokens

@@ -28,13 +28,13 @@ HOOK_MISSING = (
 
 def _ensure_task_hook() -> None:
     """Without the .pth, tasks would be silently missing: install the hook late, and say so once."""
-    if "lmms_spatial._startup" in sys.modules:  # the .pth ran (the normal case)
+    if "lmms_spatial_startup" in sys.modules:  # the .pth ran (the normal case)
         return
     # (LMMS_EVAL_PLUGINS does not register tasks in lmms-eval 0.7.3: it adds the path after indexing)
     if os.environ.get("LMMS_SPATIAL_DISABLE_HOOK", "").strip().lower() in {"1", "true", "yes", "on"}:
         return
     print(HOOK_MISSING, file=sys.stderr)
-    import lmms_spatial._startup  # noqa: F401  (installs the finder, or patches lmms_eval.tasks in place)
+    import lmms_spatial_startup  # noqa: F401  (installs the finder, or patches lmms_eval modules in place)
 
 
 def manifests():

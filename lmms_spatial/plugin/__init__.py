@@ -1,4 +1,4 @@
-"""What lmms-spatial changes in lmms-eval, imported only once lmms-eval itself is (see :mod:`lmms_spatial._startup`).
+"""What lmms-spatial changes in lmms-eval, imported only once lmms-eval itself is (see :mod:`lmms_spatial_startup`).
 
 - :mod:`.tasks`: our task folder on lmms-eval's task index; which task a failed build belongs to.
 - :mod:`.samples`: samples files written whatever a reply holds.

@@ -83,7 +83,7 @@ def score_record(doc: dict, response: str, strategy: str) -> dict[str, Any]:
     n_options = count_options(doc["question"])
     letters = OFFICIAL_LETTERS if strategy == "mmsi_official" else n_options
     extraction = extract_choice(response, n_options=letters, strategy=strategy)
-    answer = str(doc["answer"]).strip()
+    answer = gold_letter(doc["answer"])
     return {
         "id": doc.get("id"),
         "category": normalise_category(doc.get("question_type", "")),
@@ -142,11 +142,19 @@ def _rotate_batch(questions, answers, ids, indices):
     return out
 
 
-def validate_rows(dataset) -> None:
-    """Fail on a row that would score silently wrong, naming the document and the field.
+def gold_letter(answer: Any) -> str:
+    """The gold answer as the letter it names: ``" b "`` is ``"B"`` (one letter, case unambiguous: options
+    are lettered A-D); anything else is returned stripped, as it is (validation refuses it)."""
+    text = str(answer).strip()
+    return text.upper() if len(text) == 1 and text.isascii() and text.isalpha() else text
+
+
+def validate_rows(dataset) -> list[str]:
+    """Fail on a row that would score silently wrong, naming the document and the field; return the ids whose
+    answer is a lower-case letter (normalised by :func:`process_docs`).
 
     A missing column, a duplicate id (circular evaluation would merge two questions), an answer
-    that is not one upper-case letter among the question's options (null, "E", 2, "b").
+    that is not one letter among the question's options (null, "E", 2, "e").
     Questions whose options the official ``X:`` parser undercounts are logged (warning).
     """
     for field in REQUIRED_COLUMNS:
@@ -154,6 +162,7 @@ def validate_rows(dataset) -> None:
             raise BadDocumentError("<every row>", field, f"missing column (columns: {sorted(dataset.column_names)})")
     seen: set[str] = set()
     shortfalls: list[str] = []
+    lower_case: list[str] = []
     for doc_id, question, answer in zip(dataset["id"], dataset["question"], dataset["answer"], strict=True):
         if str(doc_id) in seen:
             raise BadDocumentError(doc_id, "id", "duplicate id: circular evaluation would merge two questions")
@@ -161,8 +170,10 @@ def validate_rows(dataset) -> None:
         if question is None or not str(question).strip():
             raise BadDocumentError(doc_id, "question", "empty")
         letters = "ABCD"[: count_options(question)]
-        if not isinstance(answer, str) or answer.strip() not in letters or not answer.strip():
+        if not isinstance(answer, str) or not answer.strip() or gold_letter(answer) not in list(letters):
             raise BadDocumentError(doc_id, "answer", f"{answer!r} is not one of the option letters {list(letters)}")
+        if answer.strip() != gold_letter(answer):
+            lower_case.append(str(doc_id))
         if option_parse_shortfall(question) is not None:
             shortfalls.append(str(doc_id))
     if shortfalls:
@@ -171,12 +182,20 @@ def validate_rows(dataset) -> None:
             f"(e.g. 'D) x'); vanilla scoring accepts every letter A-D, circular evaluation skips them as unrotatable: "
             f"ids {', '.join(shortfalls[:10])}{' ...' if len(shortfalls) > 10 else ''}"
         )
+    return lower_case
 
 
 @documents_of("mmsi")
 def process_docs(dataset):
-    """Rows checked (:func:`validate_rows`), then left undecoded: images decoded once per request."""
-    validate_rows(dataset)
+    """Rows checked (:func:`validate_rows`), lower-case gold letters upper-cased (said once), then left
+    undecoded: images decoded once per request."""
+    lower_case = validate_rows(dataset)
+    if lower_case:
+        logger.warning(
+            f"MMSI-Bench: {len(lower_case)} gold answer(s) written as a lower-case letter, read as the upper-case "
+            f"option letter: ids {', '.join(lower_case[:10])}{' ...' if len(lower_case) > 10 else ''}"
+        )
+        dataset = dataset.map(lambda a: {"answer": gold_letter(a)}, input_columns=["answer"], desc="MMSI answers")
     return undecoded(dataset, "images")
 
 

@@ -89,13 +89,35 @@ def _dataset(**overrides) -> datasets.Dataset:
     [
         ([None, "D"], "document 1, field 'answer': None is not one of the option letters"),
         (["E", "D"], "document 1, field 'answer': 'E' is not one of the option letters"),
-        (["b", "D"], "document 1, field 'answer': 'b' is not one of the option letters"),
+        (["e", "D"], "document 1, field 'answer': 'e' is not one of the option letters"),
+        (["AB", "D"], "document 1, field 'answer': 'AB' is not one of the option letters"),
         ([2, 3], "document 1, field 'answer': 2 is not one of the option letters"),
     ],
 )
 def test_an_answer_that_is_not_an_option_letter_fails_naming_the_document(answers, message):
     with pytest.raises(BadDocumentError, match=message):
         process_docs(_dataset(answer=answers))
+
+
+def test_a_lower_case_gold_letter_is_read_as_its_option_and_said_once(caplog):
+    from loguru import logger
+
+    handler = logger.add(caplog.handler, level="WARNING", format="{message}")
+    try:
+        docs = process_docs(_dataset(answer=[" b", "D"]))
+    finally:
+        logger.remove(handler)
+    assert docs["answer"] == ["B", "D"]
+    assert process_results(docs[0], ["``B``"])["accuracy"]["score"] == 1.0
+    assert [r.getMessage() for r in caplog.records] == [
+        "MMSI-Bench: 1 gold answer(s) written as a lower-case letter, read as the upper-case option letter: ids 1"
+    ]
+
+
+def test_scoring_reads_a_lower_case_gold_letter_as_its_option_even_without_process_docs():
+    doc = {**DOC, "answer": "c"}
+    assert process_results(doc, ["``C``"])["accuracy"]["score"] == 1.0
+    assert process_results(doc, ["``A``"])["accuracy"]["score"] == 0.0
 
 
 def test_duplicate_ids_fail_instead_of_merging_two_questions():

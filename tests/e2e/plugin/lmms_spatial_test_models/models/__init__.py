@@ -1,0 +1,3 @@
+"""Models of the test plugin, by lmms-eval name."""
+
+AVAILABLE_MODELS = {"slow_guess": "SlowGuess"}

@@ -1,0 +1,1 @@
+"""No tasks: lmms-eval requires the folder of a plugin."""

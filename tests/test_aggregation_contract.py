@@ -1,0 +1,167 @@
+"""Contract: whatever a task of ours returns from ``process_results`` passes lmms-eval's own aggregation.
+
+lmms-eval 0.7.x aggregates every task after generation and writes nothing until all are done, so one
+record it cannot aggregate loses every answer of the run. It also computes a CLT standard error from the
+``score`` key of every dict record: a ``score`` of ``None`` raises inside numpy. Here every task's records,
+for hostile replies and for every judge state (unset, ``none``, server down, malformed HTTP 200, working),
+go through lmms-eval's real path: ``TaskOutput.calculate_aggregate_metric`` (bootstrap standard errors),
+``calculate_clt_aggregate_metric``, ``calculate_stability_metrics``, ``consolidate_results`` and the groups'
+``aggregate_metric_list`` (``consolidate_group_results``). Judge metrics are NaN when no judge scored,
+never 0, and every unjudged item is counted in ``judge_failures``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from lmms_spatial.data.demo import DEMO_BENCHMARKS
+from lmms_spatial.judge import reset_judges
+from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply
+from lmms_spatial.paths import tasks_dir
+
+HOSTILE_REPLIES = [
+    "",
+    "A",
+    "``B``",
+    "The answer is C.",
+    "Yes",
+    "no idea",
+    "<answer>3</answer>",
+    '{"chair": [[1, 2]], "table": [[5, 5]]}',
+    "<think>" * 2000,
+    "{" * 20000,
+    "9" * 5000,
+    "\ud800 lone surrogate \x00 NUL Ａ",
+]
+JUDGE_STATES = ["unset", "none", "down", "malformed", "working"]
+JUDGED_BENCHMARKS = {"odi_bench", "osr_bench"}  # the benchmarks with tasks that report judge_failures
+JUDGE_SCORES = {"llm_accuracy", "judge_score"}  # what a judge scores, per task
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(key, state) for key in sorted(DEMO_BENCHMARKS) for state in
+            (JUDGE_STATES if key in JUDGED_BENCHMARKS else ["unset"])]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def task_manager():
+    from lmms_eval.tasks import TaskManager
+
+    return TaskManager(include_defaults=False)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeJudgeServer() as srv:
+        yield srv
+
+
+def _set_judge(state: str, monkeypatch, server: FakeJudgeServer) -> None:
+    for name in ("LMMS_SPATIAL_JUDGE", "LMMS_SPATIAL_JUDGE_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE_CACHE", "off")  # every state asks afresh
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE_MAX_RETRIES", "0")
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE_TIMEOUT", "5")
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE_API_KEY", "test-key")
+    if state == "none":
+        monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "none")
+    elif state == "down":
+        monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "fake-judge")
+        monkeypatch.setenv("LMMS_SPATIAL_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: refused
+    elif state in ("malformed", "working"):
+        server.handler = (
+            (lambda request: FakeReply(body=b"<html>502 Bad Gateway</html>"))
+            if state == "malformed"
+            else (lambda request: '{"score": 1, "confidence": "high"}')
+        )
+        monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "fake-judge")
+        monkeypatch.setenv("LMMS_SPATIAL_JUDGE_BASE_URL", server.base_url)
+    reset_judges()
+
+
+def _benchmark_roots(key: str, task_manager) -> list[str]:
+    """The groups of benchmark ``key`` that no other group contains, and its tasks in no group."""
+    from lmms_eval.utils import load_yaml_config
+
+    index = {name: entry for name, entry in task_manager._get_task_and_group(tasks_dir()).items()
+             if isinstance(entry.get("yaml_path"), str)
+             and Path(entry["yaml_path"]).relative_to(tasks_dir()).parts[0] == key}  # fmt: skip
+    members: set[str] = set()
+    for entry in index.values():
+        if entry["type"] == "group":
+            config = load_yaml_config(entry["yaml_path"], mode="simple")
+            members.update(t if isinstance(t, str) else t.get("task", "") for t in config.get("task", []))
+    return sorted(n for n, e in index.items() if e["type"] in ("group", "task") and n not in members)
+
+
+def _leaves(task_dict: dict) -> dict[str, object]:
+    found = {}
+    for value in task_dict.values():
+        task = value[1] if isinstance(value, tuple) else value
+        if isinstance(task, dict):
+            found.update(_leaves(task))
+        elif task is not None:
+            found[task.config.task] = task
+    return found
+
+
+def _is_finite_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@pytest.mark.parametrize(("key", "state"), _cases())
+def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, state, task_manager, offline_env,
+                                                                          server, monkeypatch):  # fmt: skip
+    from lmms_eval.evaluator_utils import TaskOutput, consolidate_group_results, consolidate_results
+    from lmms_eval.tasks import get_task_dict
+
+    for name, value in offline_env.items():
+        monkeypatch.setenv(name, value)
+    _set_judge(state, monkeypatch, server)
+
+    task_dicts = [get_task_dict([root], task_manager) for root in _benchmark_roots(key, task_manager)]
+    for reply in HOSTILE_REPLIES:  # one round per reply: every document answered once, as in a run
+        results: dict = {}
+        leaves: dict[str, int] = {}  # leaf task -> its judge_failures records
+        for task_dict in task_dicts:
+            outputs = []
+            for name, task in sorted(_leaves(task_dict).items()):
+                output = TaskOutput.from_taskdict(name, task)
+                declared = {m["metric"] for m in task.config.metric_list}
+                for doc in task.eval_docs_no_media:  # what the CLI hands process_results: no image columns
+                    record = task.process_results(doc, [reply])
+                    assert set(record) <= declared, f"{name}: undeclared {set(record) - declared}"
+                    for metric, value in record.items():
+                        if isinstance(value, dict) and "score" in value:  # lmms-eval's CLT reads it
+                            assert _is_finite_number(value["score"]), f"{name}/{metric}: score {value['score']!r}"
+                        output.sample_metrics[(metric, "none")].append(value)
+                leaves[name] = len(output.sample_metrics.get(("judge_failures", "none"), []))
+                output.calculate_aggregate_metric(bootstrap_iters=100000)
+                output.calculate_clt_aggregate_metric()
+                output.calculate_stability_metrics()
+                outputs.append(output)
+            task_results, _samples, _configs, versions, _shots, _hib = consolidate_results(outputs)
+            results.update(consolidate_group_results(task_results, versions, task_dict)[0])
+        _check(key, state, reply, results, leaves)
+
+
+def _check(key: str, state: str, reply: str, results: dict, leaves: dict[str, int]) -> None:
+    where = f"{key}, judge {state}, reply {reply[:20]!r}"
+    assert results, where
+    for name, metrics in results.items():
+        for metric, value in metrics.items():
+            if metric in ("alias", " ", "samples") or "," not in metric:
+                continue
+            assert value == "N/A" or isinstance(value, (int, float)), f"{where}: {name} {metric}: {value!r}"
+            if metric.split(",")[0] in JUDGE_SCORES:
+                if state == "working":
+                    assert _is_finite_number(value), f"{where}: {name} {metric}: {value!r}"
+                elif state != "none":
+                    assert isinstance(value, float) and math.isnan(value), f"{where}: {name} {metric}: {value!r}"
+            if metric.startswith("judge_failures,") and name in leaves:
+                expected = 0 if state in ("none", "working") else leaves[name]
+                assert value == expected, f"{where}: {name} counts {value} judge failures of {leaves[name]} items"
+                assert leaves[name] > 0, f"{where}: {name} judged nothing"
