@@ -7,7 +7,6 @@ import pytest
 from PIL import Image
 
 from lmms_spatial.data.images import BadDocumentError
-from lmms_spatial.tasks.mmperspective import adapter
 from lmms_spatial.tasks.mmperspective.adapter import (
     doc_to_messages,
     doc_to_text,

@@ -1,0 +1,201 @@
+"""The lmms-eval patches of lmms_spatial.plugin, piece by piece (the CLI tests in tests/e2e run them whole)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import types
+
+import pytest
+
+from lmms_spatial import plugin
+from lmms_spatial.judge.preflight import notice
+from lmms_spatial.judge.testing import FakeJudgeServer
+from lmms_spatial.plugin import failures, isolation, resume
+
+# --- supported lmms-eval versions ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("found", "ok"), [("0.7", True), ("0.7.0", True), ("0.7.3", True), ("0.7.9", True), ("0.6.1", False),
+                      ("0.8.0", False), ("1.0", False), ("0.7.4.dev1", True)],
+)  # fmt: skip
+def test_supported_lmms_eval_versions_are_0_7_x_and_others_get_one_line(found, ok, monkeypatch, capsys):
+    monkeypatch.setattr(plugin, "lmms_eval_version", lambda: found)
+    monkeypatch.setattr(plugin, "_checked", [])
+    assert plugin.supported() is ok
+    assert plugin.supported() is ok  # said once
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ([] if ok else [err[0]])
+    if not ok:
+        assert f"lmms-eval {found} is not supported (supported: lmms-eval>=0.7,<0.8)" in err[0]
+        assert "pip install 'lmms-eval>=0.7,<0.8'" in err[0]
+
+
+# --- the judge notice before generation --------------------------------------------------------
+
+
+def test_no_notice_when_no_task_needs_a_judge_or_the_fallback_was_chosen():
+    assert notice([], env={}) is None
+    assert notice(["odi_bench_open_ocr"], env={"LMMS_SPATIAL_JUDGE": "none"}) is None
+
+
+def test_the_notice_names_the_tasks_and_both_ways_on_when_no_judge_is_set():
+    tasks = [f"t{i}" for i in range(8)]
+    text = notice(tasks, env={})
+    assert text.startswith("lmms-spatial: no LLM judge is configured (LMMS_SPATIAL_JUDGE is not set), and 8 task(s)")
+    assert "t0, t1, t2, t3, t4, t5 and 2 more." in text
+    assert "LMMS_SPATIAL_JUDGE=<model>" in text and "LMMS_SPATIAL_JUDGE=none" in text
+
+
+def test_a_judge_that_answers_the_probe_gets_no_notice():
+    with FakeJudgeServer() as server:
+        assert notice(["x"], env={"LMMS_SPATIAL_JUDGE": "m", "LMMS_SPATIAL_JUDGE_BASE_URL": server.base_url}) is None
+
+
+def test_a_judge_server_that_does_not_answer_is_named():
+    with FakeJudgeServer() as server:
+        url = server.base_url
+    down = notice(["x"], env={"LMMS_SPATIAL_JUDGE": "m", "LMMS_SPATIAL_JUDGE_BASE_URL": url}, timeout=2)
+    assert down.startswith(f"lmms-spatial: the LLM judge m cannot be reached: {url}/models does not answer")
+
+
+def test_a_refused_key_is_said_as_such(monkeypatch):
+    import urllib.error
+    import urllib.request
+
+    def refuse(request, timeout):
+        raise urllib.error.HTTPError(request.full_url, 401, "Unauthorized", {}, None)
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    text = notice(["x"], env={"LMMS_SPATIAL_JUDGE": "gpt-4o", "OPENAI_API_KEY": "sk-bad"})
+    assert "https://api.openai.com/v1/models refused the API key (HTTP 401)" in text
+
+
+# --- answers saved chunk by chunk ------------------------------------------------------------
+
+
+class _Request:
+    def __init__(self, text: str, n: int) -> None:
+        self.args = (text, None, {"temperature": 0}, n, "task", "test")
+        self.task_name, self.doc_id = "task", n
+
+
+def test_chunks_hold_every_request_once_in_the_models_reading_order_and_whole_batches(monkeypatch):
+    monkeypatch.delenv(resume.ENV_SAVE_EVERY, raising=False)
+    requests = [_Request(text, n) for n, text in enumerate("dbcae" * 30)]  # 150 requests
+    lm = types.SimpleNamespace(batch_size=7)
+    size = resume.save_every(lm)
+    assert size == 70  # the default 64 requests, rounded up to whole batches of 7
+    chunks = resume.chunks(lm, requests, size)
+    assert [len(c) for c in chunks] == [70, 70, 10]
+    flat = [r for chunk in chunks for r in chunk]
+    assert sorted(id(r) for r in flat) == sorted(id(r) for r in requests)
+    assert [r.args[0] for r in flat] == sorted(r.args[0] for r in requests)  # chat models read sorted contexts
+
+
+def test_a_models_partial_reading_order_still_puts_every_request_in_a_chunk():
+    requests = [_Request("x", n) for n in range(5)]
+    lm = types.SimpleNamespace(batch_size=1, prefetch_order=lambda reqs: [3, 1])  # reads only two documents
+    chunks = resume.chunks(lm, requests, 2)
+    assert [[r.doc_id for r in c] for c in chunks] == [[3, 1], [0, 2], [4]]
+
+
+def test_the_chunks_of_a_resumed_run_are_the_chunks_it_had_not_finished():
+    everything = [_Request(t, n) for n, t in enumerate("hgfedcba")]
+    lm = types.SimpleNamespace(batch_size=1)
+    first = resume.chunks(lm, everything, 3)
+    missing = [r for r in everything if r not in first[0]]  # the first chunk was saved before the kill
+    assert resume.chunks(lm, missing, 3) == first[1:]
+
+
+def test_save_every_is_a_positive_integer(monkeypatch):
+    monkeypatch.setenv(resume.ENV_SAVE_EVERY, "10")
+    assert resume.save_every(types.SimpleNamespace(batch_size=4)) == 12
+    monkeypatch.setenv(resume.ENV_SAVE_EVERY, "many")
+    with pytest.raises(ValueError, match="LMMS_SPATIAL_SAVE_EVERY='many': expected a positive integer"):
+        resume.save_every(types.SimpleNamespace(batch_size=4))
+
+
+def test_the_default_folder_is_inside_the_output_path_else_the_home_cache():
+    assert str(resume.default_dir("runs/osr")) == "runs/osr/cache"
+    assert str(resume.default_dir("runs/osr/results.json")) == "runs/osr/cache"
+    assert resume.default_dir(None) == resume.HOME_CACHE.expanduser()
+
+
+def _audit_line(key: str, response: str, deterministic: bool = True) -> str:
+    return json.dumps({"cache_key": key, "request_type": "generate_until", "task_name": "t", "doc_id": 0, "idx": 0,
+                       "gen_kwargs": "{}", "response": json.dumps(response), "created_at": 1.0,
+                       "deterministic": deterministic})  # fmt: skip
+
+
+def test_answers_of_runs_that_never_finished_are_read_into_the_new_run(tmp_path, capsys):
+    root = tmp_path / "cache"
+    killed, done, own = (root / "runs" / name for name in ("killed", "done", "own"))
+    for folder in (killed, done, own):
+        folder.mkdir(parents=True)
+    (killed / "rank_0.audit.jsonl").write_text(
+        _audit_line("k1", "A") + "\n" + _audit_line("k2", "B", deterministic=False) + "\n" + '{"cache_key": "k3", "resp'
+    )  # a sampled answer is not reused; the last line was cut short by the kill
+    (done / "rank_0.audit.jsonl").write_text(_audit_line("k4", "C") + "\n")
+    (done / ".merged").write_text("1\n")  # already in the root store
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE responses (cache_key TEXT PRIMARY KEY, request_type TEXT, task_name TEXT, doc_id "
+               "INTEGER, idx INTEGER, gen_kwargs TEXT, response TEXT, created_at REAL)")  # fmt: skip
+    cache = types.SimpleNamespace(_cache_root=str(root), _run_dir=str(own), db=db)
+    assert resume.replay_unmerged_runs(cache) == 1
+    assert db.execute("SELECT cache_key, response FROM responses").fetchall() == [("k1", '"A"')]
+    assert resume.replay_unmerged_runs(cache) == 0  # already there
+    assert "1 answers of earlier interrupted runs found in" in capsys.readouterr().err
+
+
+# --- failures: the right task, in one line ---------------------------------------------------
+
+
+@pytest.fixture
+def clean_failures():
+    failures.reset()
+    yield
+    failures.reset()
+
+
+def test_a_failure_while_building_a_stock_task_names_it_and_not_ours(clean_failures):
+    exc = FileNotFoundError("Dataset lmms-lab/MME is not cached")
+    setattr(exc, failures.EXC_TASK_ATTR, "mme")
+    wrapped = RuntimeError("evaluation failed")
+    wrapped.__cause__ = exc
+    failures.run_failed(wrapped, ["mmsi_vanilla"])
+    assert failures._LINES == [
+        "lmms-spatial: the run stopped while building task mme (an lmms-eval task, not one of ours; mmsi_vanilla not "
+        "evaluated): FileNotFoundError: Dataset lmms-lab/MME is not cached"
+    ]
+
+
+def test_a_failure_with_no_task_known_says_what_is_known_and_guesses_none(clean_failures):
+    failures.run_failed(MemoryError("CUDA out of memory"), ["dori", "mmsi"])
+    assert failures._LINES == [
+        "lmms-spatial: the run stopped before writing results (dori, mmsi not evaluated): "
+        "MemoryError: CUDA out of memory"
+    ]
+
+
+def test_a_task_that_fails_twice_is_said_once(clean_failures):
+    assert failures.task_failed("t", "scoring", ValueError("bad")) is True
+    assert failures.task_failed("t", "aggregating", ValueError("worse")) is False
+    assert failures.failed_tasks() == {"t": "scoring: ValueError: bad"}
+    assert len(failures._LINES) == 1
+
+
+def test_groups_that_contain_a_failed_task_lose_their_scores_and_the_results_say_which(clean_failures):
+    failures.task_failed("b", "scoring", TypeError("x"))
+    results = {
+        "results": {"g": {"alias": "g", "accuracy,none": 0.5, "samples": 4}, "h": {"alias": "h", "accuracy,none": 1.0},
+                    "a": {"alias": "a", "accuracy,none": 1.0}, "b": {"alias": "b"}},
+        "groups": {"g": {"alias": "g", "accuracy,none": 0.5}},
+        "group_subtasks": {"top": ["g", "h"], "g": ["a", "sub"], "sub": ["b"], "h": ["a"]},
+    }  # fmt: skip
+    isolation.set_aside_failed(results)
+    assert results["results"]["g"] == {"alias": "g"} and results["groups"]["g"] == {"alias": "g"}
+    assert results["results"]["h"] == {"alias": "h", "accuracy,none": 1.0}
+    assert results["lmms_spatial"] == {"failed_tasks": {"b": "scoring: TypeError: x"},
+                                       "groups_without_scores": ["g", "sub", "top"]}  # fmt: skip
