@@ -93,8 +93,16 @@ def test_generated_code_is_ruff_clean_for_short_and_long_names(tmp_path, name, t
     ],
 )
 def test_unusable_names_are_refused_with_the_reason(tmp_path, name, why):
+    if why.startswith("built-in") and not _lmms_eval_ships_task_yamls():
+        pytest.skip("this lmms-eval wheel ships no task YAMLs (0.7.0 on PyPI): it has no built-in task to collide with")
     with pytest.raises(ScaffoldError, match=why):
         validate_name(name, _fake_repo(tmp_path))
+
+
+def _lmms_eval_ships_task_yamls() -> bool:
+    import lmms_eval.tasks
+
+    return any(Path(lmms_eval.tasks.__file__).parent.glob("*/*.yaml"))
 
 
 def test_bad_titles_and_hub_ids_are_refused():

@@ -225,6 +225,8 @@ def reference(checkpoint):
     from lmms_eval.models.chat.qwen2_5_vl import Qwen2_5_VL
 
     model = Qwen2_5_VL(pretrained=str(checkpoint), batch_size=1, **MODEL_ARGS)
+    if not hasattr(model, "fps"):  # its generate_until reads self.fps, which this __init__ never sets
+        pytest.skip("lmms-eval 0.7.0's chat qwen2_5_vl cannot answer (self.fps is set from 0.7.1): no reference")
     model.task_dict = {"t": {"test": _docs()}}
     calls = _capture(model)
     model.answers = [r.text for r in model.generate_until(_requests())]
