@@ -12,7 +12,8 @@
   rate, analyses from the samples files and plots (markdown, CSV, LaTeX, PNG).
 - ``lmms-spatial bench``: per-task CPU ms/doc of our code, ODI decode, OSR scoring at full size,
   OSR calls per image and (``--model``) end-to-end docs/s; JSON for comparing runs.
-- ``lmms-spatial convert BENCHMARK RELEASE OUT``: a local copy of a release -> the normalised layout.
+- ``lmms-spatial convert BENCHMARK RELEASE OUT``: a local copy of a release -> the normalised layout
+  (``--map FIELD=COLUMN,...`` for renamed columns).
 - ``lmms-spatial prepare [BENCHMARK ...]``: download and prepare the Hub releases now (what the
   tasks do on first use), e.g. on a login node before an offline run.
 - ``lmms-spatial new-task NAME``: scaffold a new benchmark (task folder, metrics, hub card,
@@ -164,9 +165,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from lmms_spatial.data.convert import module
+    from lmms_spatial.data.column_map import run_converter
 
-    return module(args.benchmark).main(args.args)
+    return run_converter(args.benchmark, args.args)
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
