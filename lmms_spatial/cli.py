@@ -179,14 +179,16 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from lmms_spatial.data.prepare import fetch_release, revision_of
+    from lmms_spatial.data.published import published_benchmark
     from lmms_spatial.data.sources import BENCHMARKS, DataUnavailable, dataset_source
 
     status = 0
     for key in args.benchmarks or [k for k, b in BENCHMARKS.items() if b.hub_id]:
         try:
             source = dataset_source(key)
-            if not source.local:  # read as published (MMSI-Bench): put the snapshot in the Hub cache now
-                source = type(source)(str(fetch_release(BENCHMARKS[key], revision_of(BENCHMARKS[key]))))
+            if not source.local:  # read as published (MMSI-Bench, a published copy): the snapshot, in the cache now
+                bench = published_benchmark(BENCHMARKS[key]) or BENCHMARKS[key]
+                source = type(source)(str(fetch_release(bench, revision_of(bench))))
         except DataUnavailable as exc:
             print(f"lmms-spatial prepare: {exc}", file=sys.stderr)
             status = 1

@@ -114,11 +114,13 @@ def hub_source(bench: Benchmark) -> DatasetSource:
 
 
 def dataset_source(key: str) -> DatasetSource:
-    """Resolve a benchmark's data location now (its env var, else the Hub release if usable)."""
+    """Resolve a benchmark's data location now (its env var, else a published copy, else the Hub release)."""
     bench = BENCHMARKS[key]
     local = os.environ.get(bench.env_var, "").strip()
     if not local:
-        return hub_source(bench)
+        from lmms_spatial.data.published import published_source  # LMMS_SPATIAL_<NAME>_REPO: a published copy
+
+        return published_source(bench) or hub_source(bench)
     path = Path(local).expanduser()
     if not path.exists():
         raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or directory")

@@ -58,10 +58,11 @@ class MMPerspectiveDataUnavailable(FileNotFoundError):
 def dataset_location() -> DatasetSource:
     """Local copy from the env var, else the Hub id (none until the authors publish the data)."""
     bench = BENCHMARKS[KEY]
-    if not bench.hub_id and not os.environ.get(bench.env_var, "").strip():
+    if not bench.hub_id and not any(os.environ.get(v, "").strip() for v in (bench.env_var, bench.repo_var)):
         raise MMPerspectiveDataUnavailable(
             f"MMPerspective has no public dataset on the Hugging Face Hub yet: set {bench.env_var} to a local "
-            "folder (or parquet file) in the layout of hub_cards/mmperspective/README.md. Convert images + a "
+            f"folder (or parquet file) in the layout of hub_cards/mmperspective/README.md (or {bench.repo_var} to "
+            "a published copy of one, `lmms-spatial export mmperspective`). Convert images + a "
             "JSON/CSV question file with `lmms-spatial convert mmperspective --images ... "
             "--questions ... --out ...`, or build the synthetic demo data with "
             '`python -c "from lmms_spatial.data.demo.mmperspective import build_mmperspective; '
