@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from hub_releases import dori_release, osr_release, place_in_hub_cache  # noqa: E402
+from hub_releases import osr_release, place_in_hub_cache  # noqa: E402
+from renamed_releases import DORI_MAP, renamed_dori_release, write_release  # noqa: E402
 
 from lmms_spatial.cli import main as cli  # noqa: E402
 from lmms_spatial.data.cards import layout_columns  # noqa: E402
@@ -20,25 +21,6 @@ from lmms_spatial.data.column_map import MappingError, parse, spellings, suggest
 from lmms_spatial.data.convert import CONVERTERS, module  # noqa: E402
 from lmms_spatial.data.prepare import MARKER  # noqa: E402
 from lmms_spatial.data.sources import DataUnavailable, dataset_source  # noqa: E402
-
-DORI_RENAMES = {"question": "query", "answer": "correct_option", "task": "task_name"}
-DORI_MAP = "task=task_name,question=query,answer=correct_option"
-
-
-def renamed_dori_release() -> dict[str, bytes]:
-    """The DORI fixture release with three columns renamed as another release might name them."""
-    files = dori_release()
-    rows = [json.loads(line) for line in files["questions.jsonl"].decode().splitlines()]
-    rows = [{DORI_RENAMES.get(k, k): v for k, v in row.items()} for row in rows]
-    files["questions.jsonl"] = "".join(json.dumps(r) + "\n" for r in rows).encode()
-    return files
-
-
-def write_release(files: dict[str, bytes], root: Path) -> Path:
-    for name, data in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(data)
-    return root
 
 
 def test_a_mapping_names_layout_fields_and_release_columns_and_reads_them_under_the_converters_names():

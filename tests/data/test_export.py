@@ -15,6 +15,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub_releases import osr_release, place_in_hub_cache, png  # noqa: E402
+from renamed_releases import DORI_MAP, renamed_dori_release, write_release  # noqa: E402
 
 from lmms_spatial.cli import main as cli  # noqa: E402
 from lmms_spatial.data.cards import card_configs, card_features  # noqa: E402
@@ -165,3 +166,27 @@ def test_an_exported_card_is_read_by_datasets_without_a_warning(fixture_datasets
     finally:
         logger.removeHandler(caplog.handler)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_local_release_is_converted_with_its_mapping_and_exported_naming_both(tmp_path, capsys):
+    release = write_release(renamed_dori_release(), tmp_path / "DORI")
+    assert cli(["export", "dori", str(tmp_path / "plain"), "--release", str(release)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith(f"--map {DORI_MAP}`).")
+    assert cli(["export", "dori", str(tmp_path / "out"), "--release", str(release), "--map", DORI_MAP]) == 0
+    assert datasets.load_dataset(str(tmp_path / "out"))["test"]["answer"] == ["A", "B"]
+    text = (tmp_path / "out" / "README.md").read_text()
+    assert f"converted by lmms-spatial's `dori` converter with the column mapping `{DORI_MAP}`" in text
+
+
+def test_one_parquet_file_is_exported_with_the_origin_the_user_names(fixture_datasets, tmp_path):
+    file = fixture_datasets["mmsi"] / "test.parquet"
+    args = ["export", "mmsi", str(tmp_path / "out"), "--data", str(file), "--origin", "RunsenXu/MMSI-Bench@abc123"]
+    assert cli(args) == 0
+    data, _configs, infos = exported_card(tmp_path / "out")
+    assert data.source_datasets == ["RunsenXu/MMSI-Bench"]
+    assert infos["default"].splits["test"].num_examples == pq.ParquetFile(file).metadata.num_rows
+    assert (
+        "[`RunsenXu/MMSI-Bench`](https://huggingface.co/datasets/RunsenXu/MMSI-Bench) at commit `abc123`"
+        in (tmp_path / "out" / "README.md").read_text()
+    )

@@ -81,3 +81,12 @@ def test_online_the_repository_and_its_revision_are_handed_to_datasets(hf_home, 
     assert dataset_source("mmperspective") == DatasetSource("someone/mmperspective", {})
     monkeypatch.setenv("LMMS_SPATIAL_MMPERSPECTIVE_REVISION", "v2")
     assert dataset_source("mmperspective") == DatasetSource("someone/mmperspective", {"revision": "v2"})
+
+
+def test_prepare_names_the_published_copy_it_will_read(hf_home, monkeypatch, published_osr, capsys):
+    from lmms_spatial.cli import main as cli
+
+    snapshot = place_in_hub_cache(hf_home / "hub", REPO, published_osr)
+    monkeypatch.setenv("LMMS_SPATIAL_OSR_REPO", REPO)
+    assert cli(["prepare", "osr_bench"]) == 0
+    assert capsys.readouterr().out == f"osr_bench: {snapshot}\n"
