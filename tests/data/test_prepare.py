@@ -18,19 +18,6 @@ from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
 from lmms_spatial.data.sources import BENCHMARKS, MMSI_REVISION, DataUnavailable, dataset_source  # noqa: E402
 
 
-@pytest.fixture
-def hf_home(tmp_path, monkeypatch) -> Path:
-    home = tmp_path / "hf"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for bench in BENCHMARKS.values():
-        monkeypatch.delenv(bench.env_var, raising=False)
-        monkeypatch.delenv(bench.revision_var, raising=False)
-    return home
-
-
 def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at_its_panoramas(hf_home):
     snapshot = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
     source = dataset_source("osr_bench")
