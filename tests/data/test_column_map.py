@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub_releases import osr_release, place_in_hub_cache  # noqa: E402
+from offline_hub import offline_hf_home  # noqa: E402
 from renamed_releases import DORI_MAP, renamed_dori_release, write_release  # noqa: E402
 
 from lmms_spatial.cli import main as cli  # noqa: E402
@@ -21,6 +22,11 @@ from lmms_spatial.data.column_map import MappingError, parse, spellings, suggest
 from lmms_spatial.data.convert import CONVERTERS, module  # noqa: E402
 from lmms_spatial.data.prepare import MARKER  # noqa: E402
 from lmms_spatial.data.sources import DataUnavailable, dataset_source  # noqa: E402
+
+
+@pytest.fixture
+def hf_home(tmp_path, monkeypatch) -> Path:
+    return offline_hf_home(tmp_path, monkeypatch)
 
 
 def test_a_mapping_names_layout_fields_and_release_columns_and_reads_them_under_the_converters_names():

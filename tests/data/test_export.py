@@ -15,6 +15,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub_releases import osr_release, place_in_hub_cache, png  # noqa: E402
+from offline_hub import offline_hf_home  # noqa: E402
 from renamed_releases import DORI_MAP, renamed_dori_release, write_release  # noqa: E402
 
 from lmms_spatial.cli import main as cli  # noqa: E402
@@ -24,6 +25,11 @@ from lmms_spatial.data.sources import dataset_source  # noqa: E402
 
 KEYS = ["dori", "mmperspective", "mmsi", "odi_bench", "osr_bench"]
 DEMO = Origin(how="demo data")
+
+
+@pytest.fixture
+def hf_home(tmp_path, monkeypatch) -> Path:
+    return offline_hf_home(tmp_path, monkeypatch)
 
 
 def exported_card(out: Path):

@@ -12,10 +12,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
+from offline_hub import offline_hf_home  # noqa: E402
 
 import lmms_spatial.data.convert as convert  # noqa: E402
 from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
 from lmms_spatial.data.sources import BENCHMARKS, MMSI_REVISION, DataUnavailable, dataset_source  # noqa: E402
+
+
+@pytest.fixture
+def hf_home(tmp_path, monkeypatch) -> Path:
+    return offline_hf_home(tmp_path, monkeypatch)
 
 
 def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at_its_panoramas(hf_home):

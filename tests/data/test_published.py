@@ -11,12 +11,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub_releases import place_in_hub_cache  # noqa: E402
+from offline_hub import offline_hf_home  # noqa: E402
 from published_copies import folder_files  # noqa: E402
 
 from lmms_spatial.data.export import Origin, export  # noqa: E402
 from lmms_spatial.data.sources import DatasetSource, DataUnavailable, dataset_source  # noqa: E402
 
 REPO = "lmms-spatial-ci/osr-bench"
+
+
+@pytest.fixture
+def hf_home(tmp_path, monkeypatch) -> Path:
+    return offline_hf_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture

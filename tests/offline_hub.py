@@ -1,16 +1,17 @@
-"""Fixtures of the data tests: a private, offline Hugging Face home with no benchmark variable set."""
+"""A private, offline Hugging Face home with no benchmark variable set, for the data tests' ``hf_home`` fixtures.
+
+Not a ``conftest.py`` below ``tests/``: a second module named ``conftest`` would shadow
+``tests/conftest.py`` for the modules that import helpers from it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from lmms_spatial.data.registry import BENCHMARKS
 
 
-@pytest.fixture
-def hf_home(tmp_path, monkeypatch) -> Path:
+def offline_hf_home(tmp_path: Path, monkeypatch) -> Path:
     """``HF_HOME`` in the test's folder, offline; no LMMS_SPATIAL_<NAME>_{PATH,REVISION,REPO,MAP} set."""
     home = tmp_path / "hf"
     monkeypatch.setenv("HF_HOME", str(home))
