@@ -119,7 +119,7 @@ def add_map_argument(parser: argparse.ArgumentParser, key: str) -> None:
         try:
             return parse(key, text)
         except MappingError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("--map: ")) from None  # argparse names --map
 
     parser.add_argument(
         "--map",

@@ -373,6 +373,8 @@ def export(
         raise ExportError(f"{out} exists and is not an empty folder; choose a new OUT")
     source = Path(source)
     configs, features = card_configs(key), card_features(key)
+    if source.is_file() and len(configs) > 1:
+        raise ExportError(f"{source}: {key} has configs {', '.join(configs)}; give the folder that holds them all")
     out.absolute().parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.absolute().parent))  # renamed to out when done
     try:
@@ -514,9 +516,9 @@ class _source:
         found = origin_of(release, bench.key)
         how = f"converted by lmms-spatial's `{bench.converter}` converter"
         how += f" with the column mapping `{column_map.text}`" if column_map else ""
-        return self.tmp / "data", Origin(found.repo, found.revision, found.commit, how) if found.repo else Origin(
-            how=f"{how} from a local copy of the release"
-        )
+        if not found.repo:
+            return self.tmp / "data", Origin(how=f"{how} from a local copy of the release")
+        return self.tmp / "data", Origin(found.repo, found.revision, found.commit, how)
 
     def __exit__(self, *exc: object) -> None:
         if self.tmp is not None:

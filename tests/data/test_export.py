@@ -196,3 +196,9 @@ def test_one_parquet_file_is_exported_with_the_origin_the_user_names(fixture_dat
         "[`RunsenXu/MMSI-Bench`](https://huggingface.co/datasets/RunsenXu/MMSI-Bench) at commit `abc123`"
         in (tmp_path / "out" / "README.md").read_text()
     )
+
+
+def test_one_file_cannot_hold_the_two_osr_configs(fixture_datasets, tmp_path):
+    file = fixture_datasets["osr_bench"] / "standard" / "test.parquet"
+    with pytest.raises(ExportError, match="osr_bench has configs standard, negative; give the folder"):
+        export("osr_bench", tmp_path / "out", source=file, origin=DEMO)
