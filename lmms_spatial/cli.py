@@ -12,7 +12,9 @@
   rate, analyses from the samples files and plots (markdown, CSV, LaTeX, PNG).
 - ``lmms-spatial bench``: per-task CPU ms/doc of our code, ODI decode, OSR scoring at full size,
   OSR calls per image and (``--model``) end-to-end docs/s; JSON for comparing runs.
-- ``lmms-spatial convert BENCHMARK RELEASE OUT``: a local copy of a release -> the normalised layout.
+- ``lmms-spatial convert BENCHMARK RELEASE OUT``: a local copy of a release -> the normalised layout
+  (``--map FIELD=COLUMN,...`` for renamed columns).
+- ``lmms-spatial export BENCHMARK OUT``: a normalised copy as a folder to upload to the Hub (viewer-ready).
 - ``lmms-spatial prepare [BENCHMARK ...]``: download and prepare the Hub releases now (what the
   tasks do on first use), e.g. on a login node before an offline run.
 - ``lmms-spatial new-task NAME``: scaffold a new benchmark (task folder, metrics, hub card,
@@ -164,21 +166,29 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from lmms_spatial.data.convert import module
+    from lmms_spatial.data.column_map import run_converter
 
-    return module(args.benchmark).main(args.args)
+    return run_converter(args.benchmark, args.args)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from lmms_spatial.data.export import main_args
+
+    return main_args(args)
 
 
 def _cmd_prepare(args: argparse.Namespace) -> int:
     from lmms_spatial.data.prepare import fetch_release, revision_of
+    from lmms_spatial.data.published import published_benchmark
     from lmms_spatial.data.sources import BENCHMARKS, DataUnavailable, dataset_source
 
     status = 0
     for key in args.benchmarks or [k for k, b in BENCHMARKS.items() if b.hub_id]:
         try:
             source = dataset_source(key)
-            if not source.local:  # read as published (MMSI-Bench): put the snapshot in the Hub cache now
-                source = type(source)(str(fetch_release(BENCHMARKS[key], revision_of(BENCHMARKS[key]))))
+            if not source.local:  # read as published (MMSI-Bench, a published copy): the snapshot, in the cache now
+                bench = published_benchmark(BENCHMARKS[key]) or BENCHMARKS[key]
+                source = type(source)(str(fetch_release(bench, revision_of(bench))))
         except DataUnavailable as exc:
             print(f"lmms-spatial prepare: {exc}", file=sys.stderr)
             status = 1
@@ -232,6 +242,15 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("benchmark", choices=sorted(CONVERTERS))
     conv.add_argument("args", nargs=argparse.REMAINDER, help="the converter's arguments (e.g. RELEASE OUT)")
     conv.set_defaults(func=_cmd_convert)
+    exp = sub.add_parser(
+        "export",
+        help="write a normalised copy as a folder for the Hub and its viewer (README card + parquet, images embedded)",
+        description="Then: hf upload <org>/<name> OUT --repo-type dataset, and LMMS_SPATIAL_<NAME>_REPO=<org>/<name>.",
+    )
+    from lmms_spatial.data.export import add_arguments as _export_arguments
+
+    _export_arguments(exp)
+    exp.set_defaults(func=_cmd_export)
     prep = sub.add_parser(
         "prepare", help="download and prepare releases now (as the tasks would), e.g. before going offline"
     )

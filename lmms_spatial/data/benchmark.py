@@ -27,3 +27,13 @@ class Benchmark:
     @property
     def revision_var(self) -> str:
         return self.env_var.removesuffix("_PATH") + "_REVISION"
+
+    @property
+    def repo_var(self) -> str:
+        """A published normalised copy (``<org>/<name>``) read instead of the release."""
+        return self.env_var.removesuffix("_PATH") + "_REPO"
+
+    @property
+    def map_var(self) -> str:
+        """A column mapping (``question=query,answer=gt``) for converting a release whose names changed."""
+        return self.env_var.removesuffix("_PATH") + "_MAP"

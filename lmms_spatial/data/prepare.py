@@ -116,39 +116,49 @@ def fetch_release(bench: Benchmark, revision: str) -> Path:
     return Path(folder)
 
 
-def _complete(target: Path, snapshot: Path) -> bool:
+def _complete(target: Path, snapshot: Path, mapping: str = "") -> bool:
     try:
         marker = json.loads((target / MARKER).read_text())
     except (OSError, ValueError):
         return False
-    return marker.get("format") == PREPARED_FORMAT and marker.get("release") == str(snapshot.absolute())
+    return (
+        marker.get("format") == PREPARED_FORMAT
+        and marker.get("release") == str(snapshot.absolute())
+        and marker.get("map", "") == mapping  # made with another LMMS_SPATIAL_<NAME>_MAP: remade
+    )
 
 
 def prepare(bench: Benchmark) -> Path:
     """The prepared copy of ``bench``'s release (made now if needed); see the module docstring."""
     from filelock import FileLock
 
+    from lmms_spatial.data.column_map import MappingError, from_env, map_hint
     from lmms_spatial.data.convert import ReleaseMismatch, convert_release
 
+    try:
+        column_map = from_env(bench)
+    except MappingError as exc:
+        raise DataUnavailable(f"{bench.key}: {exc}") from None
     revision = revision_of(bench)
     snapshot = fetch_release(bench, revision)
     target = prepared_root(bench) / snapshot.name
-    if _complete(target, snapshot):
+    if _complete(target, snapshot, column_map.text):
         return target / "data"
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
-        if _complete(target, snapshot):  # another process prepared it while this one waited
+        if _complete(target, snapshot, column_map.text):  # another process prepared it while this one waited
             return target / "data"
         work = Path(tempfile.mkdtemp(prefix=f".{snapshot.name}.", dir=target.parent))
         try:
             try:
-                convert_release(bench.converter, snapshot, work / "data")
+                convert_release(bench.converter, snapshot, work / "data", column_map)
             except ReleaseMismatch as exc:
                 raise DataUnavailable(
                     f"{bench.key}: the release {bench.hub_id}@{revision} (commit {snapshot.name}, in {snapshot}) does "
                     f"not have the layout lmms-spatial reads: {exc} Convert a local copy with `lmms-spatial convert "
-                    f"{bench.converter} RELEASE OUT [--skip-bad]` and set {bench.env_var} to OUT, or set "
-                    f"{bench.revision_var} to a revision that has that layout."
+                    f"{bench.converter} RELEASE OUT [--skip-bad]` and set {bench.env_var} to OUT, set "
+                    f"{bench.revision_var} to a revision that has that layout, or name renamed columns with "
+                    f"{bench.map_var} (FIELD=COLUMN,...).{map_hint(bench, snapshot, column_map)}"
                 ) from None
             (work / MARKER).write_text(  # beside data/, so that datasets sees parquet files only
                 json.dumps(
@@ -159,6 +169,7 @@ def prepare(bench: Benchmark) -> Path:
                         "revision": revision,
                         "commit": snapshot.name,
                         "release": str(snapshot.absolute()),
+                        "map": column_map.text,  # the user's column mapping ("" = none)
                         "prepared_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     },
                     indent=1,

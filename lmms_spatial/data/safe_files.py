@@ -45,12 +45,16 @@ def _hub_blobs(base: Path) -> tuple[Path, ...]:
 
 def read_image_bytes(path: Path) -> bytes:
     """The bytes of an image file, after Pillow has checked that they are one (and complete)."""
-    data = Path(path).read_bytes()
+    return check_image_bytes(Path(path).read_bytes(), repr(str(path)))
+
+
+def check_image_bytes(data: bytes, where: str) -> bytes:
+    """``data`` itself, once Pillow has checked that it is a complete image; ``where`` names it otherwise."""
     try:
         with Image.open(io.BytesIO(data)) as image:
             image.verify()
     except Exception as exc:
-        raise UnsafeFileError(f"{str(path)!r} is not a readable image ({type(exc).__name__}: {exc})") from None
+        raise UnsafeFileError(f"{where} is not a readable image ({type(exc).__name__}: {exc})") from None
     return data
 
 

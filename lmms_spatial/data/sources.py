@@ -12,7 +12,8 @@ layout with ``test*.parquet`` / ``data/test-*.parquet``); a single file is loade
 
 Which benchmarks exist is :mod:`lmms_spatial.data.registry`'s business (``BENCHMARKS`` is
 read from there); this module only resolves where a registered benchmark's data is. Imports go one
-way: this module -> :mod:`~lmms_spatial.data.prepare` -> :mod:`~lmms_spatial.data.hub_cache`.
+way: this module -> :mod:`~lmms_spatial.data.prepare`, :mod:`~lmms_spatial.data.published` ->
+:mod:`~lmms_spatial.data.hub_cache`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lmms_spatial.data.hub_cache import (  # noqa: F401  (DataUnavailable, hf_ho
     offline,
 )
 from lmms_spatial.data.prepare import cached_snapshot, prepare, revision_of
+from lmms_spatial.data.published import published_benchmark
 from lmms_spatial.data.registry import BENCHMARKS, MMSI_REVISION  # noqa: F401  (MMSI_REVISION: re-exported)
 
 _BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv", ".arrow": "arrow"}
@@ -81,11 +83,17 @@ def hub_source(bench: Benchmark) -> DatasetSource:
 
 
 def dataset_source(key: str) -> DatasetSource:
-    """Resolve a benchmark's data location now (its env var, else the Hub release if usable)."""
+    """Resolve a benchmark's data location now (its env var, else a published copy, else the Hub release)."""
     bench = BENCHMARKS[key]
     local = os.environ.get(bench.env_var, "").strip()
     if not local:
-        return hub_source(bench)
+        published = published_benchmark(bench)  # LMMS_SPATIAL_<NAME>_REPO: a published copy, read as published
+        if published is None:
+            return hub_source(bench)
+        try:
+            return hub_source(published)
+        except DataUnavailable as exc:
+            raise DataUnavailable(f"{bench.repo_var}={published.hub_id}: {exc}") from None
     path = Path(local).expanduser()
     if not path.exists():
         raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or directory")

@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
+from offline_hub import offline_hf_home  # noqa: E402
 
 import lmms_spatial.data.convert as convert  # noqa: E402
 from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
@@ -20,15 +21,7 @@ from lmms_spatial.data.sources import BENCHMARKS, MMSI_REVISION, DataUnavailable
 
 @pytest.fixture
 def hf_home(tmp_path, monkeypatch) -> Path:
-    home = tmp_path / "hf"
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for bench in BENCHMARKS.values():
-        monkeypatch.delenv(bench.env_var, raising=False)
-        monkeypatch.delenv(bench.revision_var, raising=False)
-    return home
+    return offline_hf_home(tmp_path, monkeypatch)
 
 
 def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at_its_panoramas(hf_home):

@@ -126,7 +126,7 @@ def test_skip_bad_writes_the_good_rows(release, tmp_path):
     (release / "zz_bad.jsonl").write_text(json.dumps({"id": "x", "question": "q"}) + "\n")
     report = convert_dori.convert(release, tmp_path / "out", skip_bad=True)
     assert report.written == 3 and report.rejects == [
-        "zz_bad.jsonl row 0: field 'options': missing (options / choices)"
+        "zz_bad.jsonl row 0: field 'options': missing (options / choices / option / prompt / full_prompt)"
     ]
 
 

@@ -20,6 +20,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lmms_spatial.data.column_map import ColumnMap
 
 # benchmark key -> (module, what the converter expects to find in the release)
 CONVERTERS: dict[str, tuple[str, str]] = {
@@ -86,6 +90,21 @@ def describe_release(root: Path, limit: int = 8) -> str:
 
 def _columns(path: Path) -> str:
     """The first row's keys (or the parquet schema's names), read without loading the file."""
+    try:
+        names = table_columns(path, strict=True)
+    except Exception as exc:  # describing must never hide the real problem
+        return f"an unreadable first row ({type(exc).__name__})"
+    if isinstance(names, str):
+        return f"a first row of type {names}"
+    return f"{'columns' if path.suffix.lower() in {'.csv', '.parquet'} else 'keys'} {names}"
+
+
+def table_columns(path: Path, strict: bool = False) -> list[str] | str:
+    """A table's column names: the CSV header, the parquet schema, or the first JSON row's keys (sorted).
+
+    Only the start of the file is read. Unreadable: ``[]`` (``strict``: the exception); a first JSON row
+    that is no object: ``[]`` (``strict``: its type's name).
+    """
     import json
 
     try:
@@ -93,20 +112,24 @@ def _columns(path: Path) -> str:
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            return f"columns {pq.read_schema(path).names}"
+            return list(pq.read_schema(path).names)
         with open(path, encoding="utf-8-sig", errors="replace") as fh:
             head = fh.read(65536)
         if suffix == ".csv":
-            return f"columns {head.splitlines()[0].split(',') if head else []}"
+            return head.splitlines()[0].split(",") if head else []
         first = head.lstrip()
         if suffix == ".jsonl" or not first.startswith("["):
             row = json.loads(first.splitlines()[0]) if first else {}
         else:  # a JSON list: the first object's keys, found without parsing the whole file
             decoder = json.JSONDecoder()
             row, _ = decoder.raw_decode(first[1:].lstrip())
-        return f"keys {sorted(row)}" if isinstance(row, dict) else f"a first row of type {type(row).__name__}"
-    except Exception as exc:  # describing must never hide the real problem
-        return f"an unreadable first row ({type(exc).__name__})"
+    except Exception:
+        if strict:
+            raise
+        return []
+    if isinstance(row, dict):
+        return sorted(row)
+    return type(row).__name__ if strict else []
 
 
 def print_rejects(rejects: Sequence[str], limit: int = 50) -> None:
@@ -117,11 +140,15 @@ def print_rejects(rejects: Sequence[str], limit: int = 50) -> None:
         print(f"... and {len(rejects) - limit} more rejects", file=sys.stderr)
 
 
-def convert_release(key: str, src: Path, out: Path) -> None:
-    """Convert a downloaded release strictly; any disagreement becomes :class:`ReleaseMismatch`."""
+def convert_release(key: str, src: Path, out: Path, column_map: ColumnMap | None = None) -> None:
+    """Convert a downloaded release strictly; any disagreement becomes :class:`ReleaseMismatch`.
+
+    ``column_map`` (a user's ``LMMS_SPATIAL_<NAME>_MAP``) is handed to the converter when not empty.
+    """
     mod = module(key)
+    mapped = {"column_map": column_map} if column_map else {}
     try:
-        result = mod.convert(Path(src), Path(out), embed_images=False)  # point at the download, never copy it
+        result = mod.convert(Path(src), Path(out), embed_images=False, **mapped)  # point at the download, never copy it
         rejects: Sequence[object] = getattr(result, "rejects", None) or getattr(result, "problems", None) or []
     except SystemExit as exc:  # the command-line converters exit with their message
         rejects = [exc.code if isinstance(exc.code, str) else f"exit status {exc.code}"]

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.column_map import ColumnMap, add_map_argument
 from lmms_spatial.data.convert import print_rejects
 from lmms_spatial.data.safe_files import (
     UnsafeFileError,
@@ -73,6 +74,30 @@ TASK_ALIASES = {
 }
 GRANULARITY_ALIASES = {"coarse": "coarse", "granular": "granular", "fine": "granular", "fine_grained": "granular"}
 QUESTION_FILE_SUFFIXES = {".json", ".jsonl", ".csv", ".parquet"}
+
+# the release names read for each field of the layout, its own name first (a column mapping, --map /
+# LMMS_SPATIAL_DORI_MAP, puts a column under the first name)
+IMAGE_LIST_KEYS = ("images", "image_paths", "image_list")
+IMAGE_KEYS = ("image", "image_path", "img", "image_1", "image1")
+SECOND_IMAGE_KEYS = ("image_2", "image2")
+PROMPT_KEYS = ("prompt", "full_prompt")
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    "id": ("id", "question_id", "qid"),
+    "images": IMAGE_LIST_KEYS + IMAGE_KEYS,
+    "task": ("task", "question_type", "task_type", "type"),
+    "granularity": ("granularity", "level", "question_level", "grain"),
+    "question": ("question", "task_description"),
+    "context": ("context",),
+    "instructions": ("instructions", "steps"),
+    "examples": ("examples",),
+    "options": ("options", "choices", "option"),
+    "answer": ("answer", "gt", "ground_truth", "correct_answer", "label"),
+    "source": ("source", "dataset", "data_source"),
+    "category": ("category", "object_category", "object"),
+    "data_type": ("data_type", "domain"),
+}
+REQUIRED = ("images", "task", "granularity", "question", "options", "answer")
+ALTERNATIVES = {"question": PROMPT_KEYS, "options": PROMPT_KEYS}  # one full structured prompt holds both
 
 
 class RowError(ValueError):
@@ -234,7 +259,7 @@ def _image(value: Any, base_dirs: list[Path], embed: bool = True) -> dict[str, A
 
 
 def _images(row: Mapping[str, Any], base_dirs: list[Path], embed: bool = True) -> list[dict[str, Any]]:
-    many = _first(row, "images", "image_paths", "image_list")
+    many = _first(row, *IMAGE_LIST_KEYS)
     if many is not None:
         if hasattr(many, "tolist"):
             many = many.tolist()
@@ -242,55 +267,56 @@ def _images(row: Mapping[str, Any], base_dirs: list[Path], embed: bool = True) -
             many = json.loads(many) if many.strip().startswith("[") else [many]
         values = list(many)
     else:
-        values = [
-            v
-            for v in (_first(row, "image", "image_path", "img", "image_1", "image1"), _first(row, "image_2", "image2"))
-            if v is not None
-        ]
+        values = [v for v in (_first(row, *IMAGE_KEYS), _first(row, *SECOND_IMAGE_KEYS)) if v is not None]
     if not values:
-        raise RowError("images", "no image column (images / image_paths / image / image_path / image_1)")
+        raise RowError("images", f"no image column ({_names('images')})")
     if len(values) > 2:
         raise RowError("images", f"{len(values)} images; DORI questions have 1 or 2")
     return [_image(v, base_dirs, embed) for v in values]
 
 
+def _names(field_name: str) -> str:
+    return " / ".join(SPELLINGS[field_name] + ALTERNATIVES.get(field_name, ()))
+
+
+def _get(row: Mapping[str, Any], field_name: str) -> Any:
+    return _first(row, *SPELLINGS[field_name])
+
+
+def _required(row: Mapping[str, Any], field_name: str, fallback: Any = None) -> Any:
+    value = _get(row, field_name)
+    value = fallback if value is None else value
+    if value is None:
+        raise RowError(field_name, f"missing ({_names(field_name)})")
+    return value
+
+
 def convert_row(
     row: Mapping[str, Any], *, base_dirs: list[Path], default_id: str, embed_images: bool = True
 ) -> dict[str, Any]:
-    prompt = _first(row, "prompt", "full_prompt")
-    parts = split_structured_prompt(str(prompt)) if prompt is not None and _first(row, "question") is None else {}
-    question = _first(row, "question", "task_description") or parts.get("question")
-    if question is None:
-        raise RowError("question", "missing (question / task_description / prompt)")
-    raw_options = _first(row, "options", "choices", "option") or parts.get("options")
-    if raw_options is None:
-        raise RowError("options", "missing (options / choices)")
-    options = parse_options(raw_options)
+    prompt = _first(row, *PROMPT_KEYS)
+    parts = split_structured_prompt(str(prompt)) if prompt is not None and _get(row, "question") is None else {}
+    question = _required(row, "question", parts.get("question"))
+    options = parse_options(_required(row, "options", parts.get("options")))
     if not 2 <= len(options) <= len(LETTERS):
         raise RowError("options", f"{len(options)} options; expected 3 to 16")
-    answer = _first(row, "answer", "gt", "ground_truth", "correct_answer", "label")
-    if answer is None:
-        raise RowError("answer", "missing (answer / gt / ground_truth / correct_answer / label)")
-    task = _first(row, "task", "question_type", "task_type", "type")
-    if task is None:
-        raise RowError("task", "missing (task / question_type / task_type / type)")
-    granularity = _first(row, "granularity", "level", "question_level", "grain")
-    if granularity is None:
-        raise RowError("granularity", "missing (granularity / level / question_level / grain)")
+    answer = _required(row, "answer")
+    task = _required(row, "task")
+    granularity = _required(row, "granularity")
     return {
-        "id": str(_first(row, "id", "question_id", "qid") or default_id),
+        "id": str(_get(row, "id") or default_id),
         "images": _images(row, base_dirs, embed_images),
         "task": normalise_task(task),
         "granularity": normalise_granularity(granularity),
         "question": str(question).strip(),
-        "context": str(_first(row, "context") or parts.get("context", "")).strip(),
-        "instructions": _text_list(_first(row, "instructions", "steps")) or parts.get("instructions", []),
-        "examples": _text_list(_first(row, "examples")) or parts.get("examples", []),
+        "context": str(_get(row, "context") or parts.get("context", "")).strip(),
+        "instructions": _text_list(_get(row, "instructions")) or parts.get("instructions", []),
+        "examples": _text_list(_get(row, "examples")) or parts.get("examples", []),
         "options": options,
         "answer": parse_answer(answer, options),
-        "source": str(_first(row, "source", "dataset", "data_source") or ""),
-        "category": str(_first(row, "category", "object_category", "object") or ""),
-        "data_type": str(_first(row, "data_type", "domain") or ""),
+        "source": str(_get(row, "source") or ""),
+        "category": str(_get(row, "category") or ""),
+        "data_type": str(_get(row, "data_type") or ""),
     }
 
 
@@ -322,7 +348,9 @@ def question_files(src: Path) -> list[Path]:
     )
 
 
-def convert(src: Path, out_dir: Path, *, skip_bad: bool = False, embed_images: bool = True) -> Report:
+def convert(
+    src: Path, out_dir: Path, *, skip_bad: bool = False, embed_images: bool = True, column_map: ColumnMap | None = None
+) -> Report:
     import datasets
 
     from lmms_spatial.data.schemas import DORI_FEATURES
@@ -343,7 +371,10 @@ def convert(src: Path, out_dir: Path, *, skip_bad: bool = False, embed_images: b
                 bar.update(1)
                 try:
                     converted = convert_row(
-                        row, base_dirs=[f.parent, src], default_id=f"{rel}:{i}", embed_images=embed_images
+                        column_map.apply(row) if column_map else row,
+                        base_dirs=[f.parent, src],
+                        default_id=f"{rel}:{i}",
+                        embed_images=embed_images,
                     )
                     if converted["id"] in seen:
                         raise RowError("id", f"duplicate id {converted['id']!r}")
@@ -367,8 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("src", type=Path, help="local copy of appledora/DORI-Benchmark")
     parser.add_argument("out", type=Path, help="output folder (test.parquet)")
     parser.add_argument("--skip-bad", action="store_true", help="write the rows that convert; list the others")
+    add_map_argument(parser, "dori")
     args = parser.parse_args(argv)
-    report = convert(args.src, args.out, skip_bad=args.skip_bad)
+    report = convert(args.src, args.out, skip_bad=args.skip_bad, column_map=args.map)
     print_rejects(report.rejects)
     print(f"{report.rows} rows in {len(report.files)} files; {report.written} written, {len(report.rejects)} rejected")
     return 0 if report.written and (not report.rejects or args.skip_bad) else 1

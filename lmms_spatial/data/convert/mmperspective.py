@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.column_map import ColumnMap, add_map_argument
 from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.data.safe_files import (
     UnsafeFileError,
@@ -32,6 +33,19 @@ from lmms_spatial.data.safe_files import (
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.progress import progress
 from lmms_spatial.tasks.mmperspective.schema import COLUMNS, check_rows, features
+
+# what a column mapping (--map) may name: the record fields read, by their layout names
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    "id": ("id",),
+    "images": ("images", "image"),
+    "task": ("task",),
+    "question": ("question",),
+    "options": ("options",),
+    "answer": ("answer",),
+    "robust_group": ("robust_group",),
+    "perturbation": ("perturbation",),
+}
+REQUIRED = ("id", "images", "task", "question", "options", "answer")
 
 
 class ConversionError(ValueError):
@@ -122,7 +136,7 @@ def normalise_record(record: dict[str, Any], index: int, images_dir: Path) -> di
     }
 
 
-def convert(images_dir: Path, questions: Path, out_dir: Path) -> Path:
+def convert(images_dir: Path, questions: Path, out_dir: Path, column_map: ColumnMap | None = None) -> Path:
     """Write ``out_dir/test.parquet`` in the layout; returns its path."""
     import datasets
 
@@ -130,6 +144,8 @@ def convert(images_dir: Path, questions: Path, out_dir: Path) -> Path:
     if not images_dir.is_dir():
         raise ConversionError(f"image folder {str(images_dir)!r} does not exist")
     records = read_records(Path(questions))
+    if column_map:
+        records = [column_map.apply(record) for record in records]
     if not records:
         raise ConversionError(f"{questions}: no questions")
     rows = []
@@ -159,9 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--images", required=True, type=Path, help="folder the image paths are relative to")
     parser.add_argument("--questions", required=True, type=Path, help="question file: .json, .jsonl or .csv")
     parser.add_argument("--out", required=True, type=Path, help="output folder (test.parquet is written there)")
+    add_map_argument(parser, "mmperspective")
     args = parser.parse_args(argv)
     try:
-        path = convert(args.images, args.questions, args.out)
+        path = convert(args.images, args.questions, args.out, args.map)
     except ConversionError as exc:
         print(f"convert_mmperspective: {exc}", file=sys.stderr)
         return 1

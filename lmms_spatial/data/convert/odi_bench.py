@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.column_map import ColumnMap, add_map_argument
 from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes, resolve_inside
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.metrics.odi_bench import TASKS, normalise_task
@@ -70,6 +71,18 @@ ANSWER_KEYS = (
     "gt_answer", "mc_answer", "correct",
 )  # fmt: skip
 ANSWER_TEXT_KEYS = ("answer_text", "open_answer", "answer_open", "open_ended_answer", "free_answer", "gt_text")
+# what a column mapping (--map / LMMS_SPATIAL_ODI_MAP) may name, and what a row needs (the task may
+# come from the file name, the options are absent for yes/no questions)
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    "id": ID_KEYS,
+    "image": IMAGE_KEYS,
+    "task": TASK_KEYS,
+    "question": QUESTION_KEYS,
+    "options": OPTION_KEYS,
+    "answer": ANSWER_KEYS,
+    "answer_text": ANSWER_TEXT_KEYS,
+}
+REQUIRED = ("image", "question", "answer")
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff"}
 YES = {"yes", "y", "true", "1"}
 NO = {"no", "n", "false", "0"}
@@ -372,7 +385,7 @@ def convert_row(row: Any, *, path: Path, line: int, default_task: str | None, im
     }
 
 
-def collect(source: Path, qa_dir: Path | None = None) -> Conversion:
+def collect(source: Path, qa_dir: Path | None = None, column_map: ColumnMap | None = None) -> Conversion:
     """Read and check every QA row (no image bytes are read here)."""
     source = Path(source)
     qa_dir = Path(qa_dir) if qa_dir else find_qa_dir(source)
@@ -382,7 +395,7 @@ def collect(source: Path, qa_dir: Path | None = None) -> Conversion:
     images = ImageIndex(source)
     result = Conversion()
     for path in files:
-        rows = list(read_qa_file(path))
+        rows = [(line, column_map.apply(row) if column_map else row) for line, row in read_qa_file(path)]
         default_task = _file_task(path, {p.stem.lower() for p in files if p.parent == path.parent})
         one_based = _one_based(rows)
         for line, row in rows:
@@ -455,8 +468,16 @@ def write_parquet(
     return written
 
 
-def convert(source: Path, out_dir: Path, *, qa_dir: Path | None = None, skip_bad: bool = False, **kw) -> Conversion:
-    result = collect(source, qa_dir)
+def convert(
+    source: Path,
+    out_dir: Path,
+    *,
+    qa_dir: Path | None = None,
+    skip_bad: bool = False,
+    column_map: ColumnMap | None = None,
+    **kw,
+) -> Conversion:
+    result = collect(source, qa_dir, column_map)
     if result.problems and not skip_bad:
         shown = "\n  ".join(str(p) for p in result.problems[:30])
         more = f"\n  ... and {len(result.problems) - 30} more" if len(result.problems) > 30 else ""
@@ -474,11 +495,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qa-dir", type=Path, help="folder of the QA files (default: <source>/QAs)")
     parser.add_argument("--skip-bad", action="store_true", help="write the good rows, list the bad ones")
     parser.add_argument("--rows-per-shard", type=int, default=400)
+    add_map_argument(parser, "odi_bench")
     args = parser.parse_args(argv)
     try:
         result = convert(
-            args.source, args.out, qa_dir=args.qa_dir, skip_bad=args.skip_bad, rows_per_shard=args.rows_per_shard
-        )
+            args.source, args.out, qa_dir=args.qa_dir, skip_bad=args.skip_bad, rows_per_shard=args.rows_per_shard,
+            column_map=args.map,
+        )  # fmt: skip
     except (ConversionError, FileNotFoundError, UnsafeFileError) as exc:
         print(f"convert_odi_bench: {exc}", file=sys.stderr)
         return 1

@@ -29,13 +29,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.data.column_map import ColumnMap, add_map_argument
 from lmms_spatial.data.convert import print_rejects
 from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes, resolve_inside
 from lmms_spatial.metrics.osr_bench import GRID, SKILLS
 from lmms_spatial.progress import progress
 
 CONFIG_FILES = {"standard": "qa.csv", "negative": "qa_with_negative.csv"}
-REQUIRED_COLUMNS = ("image_id", "turn_id", "question", "answer", "skills_tested")
+# the release's column for each field of the layout it is read into (a column mapping, --map /
+# LMMS_SPATIAL_OSR_MAP, names another); id, scene_id, object_pool and cogmap are made by the converter
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    "image": ("image_id",),
+    "turn_id": ("turn_id",),
+    "question": ("question",),
+    "answer": ("answer",),
+    "skill": ("skills_tested",),
+}
+REQUIRED = tuple(SPELLINGS)
+REQUIRED_COLUMNS = tuple(names[0] for names in SPELLINGS.values())
 _POOL = re.compile(r"categories to care about in this scene:\s*\{([^}]*)\}")
 
 
@@ -74,17 +85,26 @@ def parse_pool(question: str) -> list[str]:
     return [name.strip() for name in m.group(1).split(",") if name.strip()]
 
 
-def _rows(path: Path) -> Iterable[dict[str, str]]:
+def _rows(path: Path, column_map: ColumnMap | None = None) -> Iterable[dict[str, str]]:
+    column_map = column_map or ColumnMap("osr_bench")
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
-        missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
+        missing = [c for c in REQUIRED_COLUMNS if c not in column_map.columns(reader.fieldnames or [])]
         if missing:
             raise SystemExit(f"convert_osr_bench: {path} lacks columns {missing} (has {reader.fieldnames})")
-        yield from reader
+        yield from map(column_map.apply, reader)
 
 
 def convert_config(
-    src: Path, config: str, out_dir: Path, report: Report, *, skip_bad: bool, shard_size: int, embed_images: bool = True
+    src: Path,
+    config: str,
+    out_dir: Path,
+    report: Report,
+    *,
+    skip_bad: bool,
+    shard_size: int,
+    embed_images: bool = True,
+    column_map: ColumnMap | None = None,
 ) -> None:
     import datasets
 
@@ -96,7 +116,7 @@ def convert_config(
     maps: dict[str, tuple[str, list[str]]] = {}
     questions: list[dict[str, str]] = []
     bad: list[str] = []
-    for row in _rows(path):
+    for row in _rows(path, column_map):
         ident = f"{row['image_id']}:{row['turn_id']}"
         try:
             turn = int(row["turn_id"])
@@ -164,7 +184,13 @@ def _image_cell(resolved: str, in_release: str, embed: bool) -> dict[str, Any]:
 
 
 def convert(
-    src: Path, out_dir: Path, *, skip_bad: bool = False, shard_size: int = 2000, embed_images: bool = True
+    src: Path,
+    out_dir: Path,
+    *,
+    skip_bad: bool = False,
+    shard_size: int = 2000,
+    embed_images: bool = True,
+    column_map: ColumnMap | None = None,
 ) -> Report:
     """Both configs. ``embed_images=False`` stores each image's path instead of its bytes: a panorama is
     shared by ~37 question rows, so the automatic prepared copy points at the downloaded release."""
@@ -172,7 +198,7 @@ def convert(
     for config in CONFIG_FILES:
         convert_config(
             Path(src), config, Path(out_dir), report, skip_bad=skip_bad, shard_size=shard_size,
-            embed_images=embed_images,
+            embed_images=embed_images, column_map=column_map,
         )  # fmt: skip
     return report
 
@@ -183,9 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="output folder (standard/ and negative/)")
     parser.add_argument("--skip-bad", action="store_true", help="write the rows that convert; list the others")
     parser.add_argument("--shard-size", type=int, default=2000, help="questions per parquet file")
+    add_map_argument(parser, "osr_bench")
     args = parser.parse_args(argv)
     try:
-        report = convert(args.src, args.out, skip_bad=args.skip_bad, shard_size=args.shard_size)
+        report = convert(args.src, args.out, skip_bad=args.skip_bad, shard_size=args.shard_size, column_map=args.map)
     except UnsafeFileError as exc:  # an image file that is not an image
         print(f"convert_osr_bench: {exc}", file=sys.stderr)
         return 1
