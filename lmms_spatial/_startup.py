@@ -16,6 +16,8 @@ import importlib.abc
 import os
 import sys
 
+from lmms_spatial.plugin.api_images import patch_api_image_sizing
+
 DISABLE_ENV = "LMMS_SPATIAL_DISABLE_HOOK"
 TARGET_MODULE = "lmms_eval.tasks"
 
@@ -194,7 +196,7 @@ def patch_prefetch(module) -> None:
 PATCHES: dict[str, list] = {
     TARGET_MODULE: [patch_task_manager],
     "lmms_eval.loggers.evaluation_tracker": [patch_sample_encoding],
-    "lmms_eval.evaluator": [patch_exit_code, patch_prefetch],
+    "lmms_eval.evaluator": [patch_exit_code, patch_prefetch, patch_api_image_sizing],
 }
 
 
