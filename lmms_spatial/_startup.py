@@ -17,6 +17,7 @@ import os
 import sys
 
 from lmms_spatial.plugin.api_images import patch_api_image_sizing
+from lmms_spatial.plugin.empty_tasks import patch_empty_tasks, patch_skip_empty_tasks
 
 DISABLE_ENV = "LMMS_SPATIAL_DISABLE_HOOK"
 TARGET_MODULE = "lmms_eval.tasks"
@@ -196,7 +197,8 @@ def patch_prefetch(module) -> None:
 PATCHES: dict[str, list] = {
     TARGET_MODULE: [patch_task_manager],
     "lmms_eval.loggers.evaluation_tracker": [patch_sample_encoding],
-    "lmms_eval.evaluator": [patch_exit_code, patch_prefetch, patch_api_image_sizing],
+    "lmms_eval.evaluator": [patch_exit_code, patch_prefetch, patch_api_image_sizing, patch_skip_empty_tasks],
+    "lmms_eval.api.task": [patch_empty_tasks],
 }
 
 
