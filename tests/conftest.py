@@ -49,6 +49,7 @@ class Run:
     stdout: str
     stderr: str
     out: Path
+    returncode: int = 0
 
     def metric(self, task: str, name: str):
         return self.results["results"][task][f"{name},none"]
@@ -64,14 +65,14 @@ def run_lmms_eval(args: list[str], env: dict[str, str], out: Path, expect_result
     results_files = sorted(out.rglob("*_results.json"))
     if not expect_results:
         assert not results_files, f"expected no results, got {results_files}"
-        return Run({}, {}, proc.stdout, proc.stderr, out)
+        return Run({}, {}, proc.stdout, proc.stderr, out, proc.returncode)
     assert results_files, f"lmms-eval wrote no results (rc={proc.returncode}):\n{proc.stderr[-6000:]}"
     results = json.loads(results_files[-1].read_text())
     samples = {}
     for f in out.rglob("*_samples_*.jsonl"):
         task = f.name.split("_samples_", 1)[1][: -len(".jsonl")]
         samples[task] = sorted((json.loads(line) for line in f.read_text().splitlines()), key=lambda s: s["doc_id"])
-    return Run(results, samples, proc.stdout, proc.stderr, out)
+    return Run(results, samples, proc.stdout, proc.stderr, out, proc.returncode)
 
 
 @pytest.fixture
