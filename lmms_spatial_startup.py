@@ -21,13 +21,18 @@ DISABLE_ENV = "LMMS_SPATIAL_DISABLE_HOOK"
 PATCHES = {
     "lmms_eval.tasks": ("lmms_spatial.plugin.tasks:patch_task_manager",),
     "lmms_eval.api.task": (
+        "lmms_spatial.plugin.empty_tasks:patch_empty_tasks",
         "lmms_spatial.plugin.tasks:patch_task_building",
         "lmms_spatial.plugin.isolation:patch_process_results",
     ),
     "lmms_eval.loggers.evaluation_tracker": ("lmms_spatial.plugin.samples:patch_sample_encoding",),
     "lmms_eval.evaluator_utils": ("lmms_spatial.plugin.isolation:patch_task_output",),
     "lmms_eval.caching.response_cache": ("lmms_spatial.plugin.resume:patch_response_cache",),
-    "lmms_eval.evaluator": ("lmms_spatial.plugin.run:patch_evaluator",),
+    "lmms_eval.evaluator": (
+        "lmms_spatial.plugin.run:patch_evaluator",
+        "lmms_spatial.plugin.api_images:patch_api_image_sizing",
+        "lmms_spatial.plugin.empty_tasks:patch_skip_empty_tasks",
+    ),
 }
 
 

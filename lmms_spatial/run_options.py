@@ -36,6 +36,7 @@ OPTIONS: tuple[RunOption, ...] = (
     RunOption("LMMS_SPATIAL_ODI_PROMPT", "odi_bench", "prompt", "prompt prefix variant (Table 13)"),
     RunOption("LMMS_SPATIAL_ODI_MAX_PIXELS", "odi_bench", "images", "pixel cap of the ERP sent to the model"),
     RunOption("LMMS_SPATIAL_ODI_RESIZE", "odi_bench", "images", "exact ERP size HEIGHTxWIDTH (Table 11)"),
+    RunOption("LMMS_SPATIAL_ODI_API_IMAGES", "odi_bench", "images", "API provider rule that sized the ERP"),
 )
 BY_ENV = {option.env: option for option in OPTIONS}
 

@@ -73,14 +73,18 @@ def _parse_pixels(value: Any) -> int | None:
 
 @dataclass(frozen=True)
 class ResolutionCap:
-    """How large the image sent to the model may be; both ``None`` = full resolution.
+    """How large the image sent to the model may be; all ``None`` = full resolution.
 
-    ``size`` (width, height) resizes to exactly that size; otherwise ``max_pixels`` scales
-    the image down (never up) to at most that many pixels, keeping the aspect ratio.
+    ``size`` (width, height) resizes to exactly that size; otherwise the image is scaled down
+    (never up), keeping its aspect ratio, until it has at most ``max_pixels`` pixels, a long
+    side of at most ``max_side`` and a short side of at most ``max_short_side`` (the limits an
+    API provider applies, :mod:`lmms_spatial.data.api_images`).
     """
 
     max_pixels: int | None = None
     size: tuple[int, int] | None = None
+    max_side: int | None = None
+    max_short_side: int | None = None
 
     @classmethod
     def from_options(
@@ -103,19 +107,39 @@ class ResolutionCap:
 
     @property
     def active(self) -> bool:
-        return self.size is not None or self.max_pixels is not None
+        return any(v is not None for v in (self.size, self.max_pixels, self.max_side, self.max_short_side))
+
+    def _fits(self, long: int, short: int) -> bool:
+        return (
+            (self.max_pixels is None or long * short <= self.max_pixels)
+            and (self.max_side is None or long <= self.max_side)
+            and (self.max_short_side is None or short <= self.max_short_side)
+        )
 
     def target_size(self, width: int, height: int) -> tuple[int, int] | None:
-        """The output size for a ``width`` × ``height`` image, or None to keep it."""
+        """The output size for a ``width`` × ``height`` image, or None to keep it.
+
+        The short side is scaled and the long side derived from it, so a 2:1 panorama stays
+        exactly 2:1 (12000 × 6000 at 1024 × 512 pixels: 1024 × 512).
+        """
         if self.size is not None:
             return None if self.size == (width, height) else self.size
-        if self.max_pixels is None or width * height <= self.max_pixels:
+        long, short = max(width, height), min(width, height)
+        if self._fits(long, short):
             return None
-        scale = math.sqrt(self.max_pixels / (width * height))
-        new_w, new_h = max(1, int(width * scale)), max(1, int(height * scale))
-        while new_w * new_h > self.max_pixels:  # floating-point safety
-            new_w, new_h = (new_w - 1, new_h) if new_w >= new_h else (new_w, new_h - 1)
-        return new_w, new_h
+        scales = [1.0]
+        if self.max_pixels is not None:
+            scales.append(math.sqrt(self.max_pixels / (long * short)))
+        if self.max_side is not None:
+            scales.append(self.max_side / long)
+        if self.max_short_side is not None:
+            scales.append(self.max_short_side / short)
+        new_short = max(1, int(short * min(scales) + 1e-6))
+        new_long = max(1, min(long, round(new_short * long / short)))
+        while new_short > 1 and not self._fits(new_long, new_short):  # rounding; floating-point safety
+            new_short -= 1
+            new_long = max(1, min(long, round(new_short * long / short)))
+        return (new_long, new_short) if width >= height else (new_short, new_long)
 
 
 FULL_RESOLUTION = ResolutionCap()

@@ -6,6 +6,8 @@
   check before generation, decoding ahead of the model, the exit status and its last line.
 - :mod:`.resume`: every answer on disk as soon as its chunk is done, and re-runs that ask only for the rest.
 - :mod:`.isolation`: one task's scoring failure does not cost the other tasks their results.
+- :mod:`.empty_tasks`: a task of ours with no documents in the release is left out by name; the rest runs.
+- :mod:`.api_images`: our tasks know which model runs, so images for API models fit their provider.
 
 Runs that name none of our tasks are left exactly as lmms-eval runs them.
 """

@@ -33,6 +33,7 @@ from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.metrics.dori import GRANULARITIES, seed_summary
 from lmms_spatial.metrics.dori import TASKS as DORI_TASKS
 from lmms_spatial.metrics.mmsi import CATEGORIES as MMSI_CATEGORIES
+from lmms_spatial.plugin.empty_tasks import DOCUMENTS_KEY, NO_DOCUMENTS
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import references
 from lmms_spatial.reports.citations import CITATIONS
@@ -239,7 +240,10 @@ def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bo
     for label, group in groups.items():
         cells = [_cell_for_runs(c.spec, group, _scale(c, scale), seed, ci) for c in layout.columns]
         note = f"mean ± std/sqrt(n) over {len(group)} runs" if len(group) > 1 else ""
-        table.rows.append(Row(label, "model", cells, note))
+        empty = tasks_without_documents(group, layout.tasks())
+        table.rows.append(Row(f"{label} (not comparable)" if empty else label, "model", cells, note))
+        if empty:
+            table.notes.append(f"{label}: not comparable to the paper's rows: {NO_DOCUMENTS} for {', '.join(empty)}")
         for extra_label, make in layout.extra_rows:
             specs = [make(c) for c in layout.columns]
             cells = [
@@ -277,6 +281,12 @@ def _settings_notes(groups: dict[str, list[Run]], tasks: set[str]) -> list[str]:
         notes.append("WARNING: these models were run with different prompt or image settings (above); "
                      "their rows are not directly comparable")  # fmt: skip
     return notes
+
+
+def tasks_without_documents(group: Sequence[Run], tasks: set[str]) -> list[str]:
+    """The tasks of a table that a model's runs had no documents for (lmms_spatial.plugin.empty_tasks
+    names them in the results): their cells stay empty and the row cannot be set against the paper's."""
+    return sorted({t for run in group for t in tasks if run.results.get(t, {}).get(DOCUMENTS_KEY) == NO_DOCUMENTS})
 
 
 def _role_cell(column: Column, run: Run, role: str, factor: float) -> Cell:

@@ -23,6 +23,11 @@ Task options (``lmms_eval_specific_kwargs``; environment variables override them
 * ``prompt`` / ``LMMS_SPATIAL_ODI_PROMPT``: the prefix variant;
 * ``max_pixels`` / ``LMMS_SPATIAL_ODI_MAX_PIXELS``: cap the pixels of the image sent to the model;
 * ``resize`` / ``LMMS_SPATIAL_ODI_RESIZE``: exact ``HEIGHTxWIDTH`` (``512x1024`` = Table 11).
+
+Neither set, an API-served model (``openai``, ``gemini``, ``litellm``, ...) gets the panorama
+at the size its provider keeps, within the provider's byte limit (:mod:`lmms_spatial.data.api_images`;
+``LMMS_SPATIAL_ODI_API_IMAGES`` picks the rule by name, ``none`` sends full resolution); the
+rule applied is recorded in every sample's ``run_options``. Local models get full resolution.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from typing import Any
 from loguru import logger
 
 from lmms_spatial import run_options
-from lmms_spatial.data.erp_image import ResolutionCap, decode_erp
+from lmms_spatial.data import api_images
+from lmms_spatial.data.erp_image import FULL_RESOLUTION, ResolutionCap, decode_erp
 from lmms_spatial.data.images import BadDocumentError, doc_id_of, require, undecoded
 from lmms_spatial.data.loading import documents_of
 from lmms_spatial.judge import FALLBACK_JUDGE, get_judge
@@ -69,6 +75,21 @@ JUDGE_RUBRIC = "odi_open"
 # ---------------------------------------------------------------------------------------
 # options and prompts
 # ---------------------------------------------------------------------------------------
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(key: str, message: str, level: str = "WARNING") -> None:
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    logger.log(level, message)
+
+
+def _info_once(key: str, message: str) -> None:
+    _warn_once(key, message, "INFO")
 
 
 def _kwargs(lmms_eval_specific_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -125,8 +146,56 @@ def doc_to_text(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> str
     return build_prompt(doc, kw["setting"], kw["prompt"])
 
 
+def api_image_rule(lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> api_images.ProviderImages | None:
+    """The provider rule sizing the ERP sent to an API model; None for a local model, or when the
+    user's ``max_pixels`` / ``resize`` (which win) are set."""
+    if ResolutionCap.from_options(lmms_eval_specific_kwargs).active:
+        return None
+    return api_images.rule_in_effect()
+
+
 def resolution_cap(lmms_eval_specific_kwargs: Mapping[str, Any] | None = None) -> ResolutionCap:
-    return ResolutionCap.from_options(lmms_eval_specific_kwargs)
+    """The user's cap if set, else the API provider's (:func:`api_image_rule`), else full resolution."""
+    cap = ResolutionCap.from_options(lmms_eval_specific_kwargs)
+    if cap.active:
+        _check_against_provider(cap)
+        return cap
+    rule = api_images.rule_in_effect()
+    model = api_images.current_model()
+    if rule is None:
+        if model is not None and model.provider is not None:  # LMMS_SPATIAL_ODI_API_IMAGES=none
+            _warn_once(
+                "api-none",
+                f"ODI-Bench: {api_images.ENV_API_IMAGES}=none sends {model.model} full-resolution panoramas; "
+                f"its provider may refuse them ({model.provider.describe()})",
+            )
+        return FULL_RESOLUTION
+    unknown = model is not None and not model.recognised
+    choices = "|".join([*api_images.PROVIDERS, api_images.NONE])
+    _info_once(
+        f"api-{rule.name}",
+        f"ODI-Bench: panoramas for {model.model if model else 'the model'} are sized as {rule.describe()}"
+        + ("; model name not recognised: OpenAI's rule, the reference of OpenAI-compatible APIs" if unknown else "")
+        + f". LMMS_SPATIAL_ODI_MAX_PIXELS / LMMS_SPATIAL_ODI_RESIZE or {api_images.ENV_API_IMAGES}=<{choices}> choose.",
+    )
+    return rule.cap()
+
+
+def _check_against_provider(cap: ResolutionCap) -> None:
+    """Warn once when the user's cap may exceed the byte limit of the API provider in use."""
+    rule = api_images.rule_in_effect()
+    if rule is None:
+        return
+    pixels = cap.size[0] * cap.size[1] if cap.size is not None else cap.max_pixels
+    if pixels is None or pixels > api_images.pixels_within(rule.max_image_bytes):
+        message = f"ODI-Bench: the image cap set ({describe_cap(cap)}) may encode over the limit of {rule.describe()}"
+        _warn_once(f"cap-{rule.name}", message)
+
+
+def describe_cap(cap: ResolutionCap) -> str:
+    if cap.size is not None:
+        return f"{cap.size[1]}x{cap.size[0]} (height x width)"
+    return f"at most {cap.max_pixels} px" if cap.max_pixels is not None else "full resolution"
 
 
 def doc_to_visual(doc: dict, lmms_eval_specific_kwargs: dict | None = None) -> list:
@@ -272,8 +341,15 @@ def with_method_artifacts(record: dict[str, Any], doc: Mapping[str, Any], settin
 
 
 def _recorded(record: dict[str, Any], doc: Mapping[str, Any], setting: str) -> dict[str, Any]:
-    """The record with what else explains it: Omni-CoT's steps and the run options in effect."""
-    return run_options.attach(with_method_artifacts(record, doc, setting), "odi_bench")
+    """The record with what else explains it: Omni-CoT's steps and the run options in effect,
+    the API provider rule that sized its image included (see :func:`api_image_rule`)."""
+    record = run_options.attach(with_method_artifacts(record, doc, setting), "odi_bench")
+    rule = api_image_rule()
+    if rule is not None:
+        record[run_options.RECORD_KEY] = dict(
+            sorted({api_images.ENV_API_IMAGES: rule.name, **record[run_options.RECORD_KEY]}.items())
+        )
+    return record
 
 
 def process_results(doc: dict, results: list) -> dict[str, Any]:
@@ -287,17 +363,6 @@ def process_results_cot(doc: dict, results: list) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------
 # open-ended scoring (LLM judge)
 # ---------------------------------------------------------------------------------------
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def _warn_once(key: str, message: str) -> None:
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    logger.warning(message)
 
 
 def judge_item(doc: Mapping[str, Any], response: str) -> dict[str, Any]:

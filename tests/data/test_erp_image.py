@@ -34,6 +34,19 @@ def test_max_pixels_keeps_the_aspect_ratio_and_never_upscales():
     assert cap.target_size(800, 400) is None
 
 
+def test_a_2_to_1_panorama_stays_exactly_2_to_1():
+    # sqrt(1,010,000 / 72,000,000) * 6000 = 710.6: short side 710, long side 2 * 710 (rounding each side
+    # down on its own gave 1421 x 710)
+    assert ResolutionCap(max_pixels=1_010_000).target_size(12000, 6000) == (1420, 710)
+
+
+def test_side_limits_scale_by_the_tightest_one_whatever_the_orientation():
+    cap = ResolutionCap(max_side=2048, max_short_side=768)
+    assert cap.target_size(12000, 6000) == (1536, 768)  # the short side binds: 768 / 6000 < 2048 / 12000
+    assert cap.target_size(6000, 12000) == (768, 1536)
+    assert cap.target_size(8000, 1000) == (2048, 256)  # the long side binds: 2048 / 8000 < 768 / 1000
+
+
 def test_options_from_environment_override_the_task_options():
     cap = ResolutionCap.from_options({"max_pixels": 100}, env={"LMMS_SPATIAL_ODI_RESIZE": "512x1024"})
     assert cap.size == (1024, 512) and cap.max_pixels == 100
