@@ -149,6 +149,21 @@ def test_answers_of_runs_that_never_finished_are_read_into_the_new_run(tmp_path,
     assert "1 answers of earlier interrupted runs found in" in capsys.readouterr().err
 
 
+def test_saved_answers_are_keyed_on_the_lmms_eval_release_not_the_commit_of_the_repository_around_the_venv(
+    tmp_path, monkeypatch
+):
+    import lmms_eval
+
+    monkeypatch.setattr(plugin, "lmms_eval_version", lambda: "0.7.3")
+    package = tmp_path / "venv" / "site-packages" / "lmms_eval"
+    package.mkdir(parents=True)
+    (tmp_path / ".git").mkdir()  # the project the venv sits in: its commit must not key the answers
+    monkeypatch.setattr(lmms_eval, "__file__", str(package / "__init__.py"))
+    assert resume.release_version("68113a7") == "0.7.3"
+    (package.parent / ".git").mkdir()  # lmms-eval is itself a git checkout: its commit is the version
+    assert resume.release_version("68113a7") == "68113a7"
+
+
 # --- failures: the right task, in one line ---------------------------------------------------
 
 

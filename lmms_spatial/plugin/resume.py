@@ -18,6 +18,12 @@ configuration, document, request text, generation kwargs) and stores it in SQLit
    is merged into what the next run reads: a killed or failed run's answers are never found again. At
    start, the answers logged by earlier runs that were not merged are read into this run's store.
 
+4. from lmms-eval 0.7.1 every key holds ``git describe`` run in the folder above lmms-eval's package: for a
+   virtual environment inside a git checkout (ours, as the README makes it, or any project's), that is the
+   *project's* commit, so a commit or a ``git pull`` between the kill and the resume drops every saved
+   answer. Our runs key on the installed lmms-eval release instead, unless lmms-eval itself is a git
+   checkout (lmms-eval's own intent: its code changes while its version does not).
+
 And one gap of ours: our tasks read their data when lmms-eval loads it (a YAML names no path), so the
 task configuration no longer tells two copies of a benchmark apart; each task's key also carries the
 fingerprint ``datasets`` gives its loaded documents (it changes with the files).
@@ -222,6 +228,19 @@ def _replay_log(db: Any, audit: Path) -> int:
     return added
 
 
+def release_version(found: str) -> str:
+    """The cache version of our runs: lmms-eval's own ``found`` (a git commit) only when lmms-eval is a git
+    checkout; else its installed release (the folder above site-packages is somebody else's repository)."""
+    import lmms_eval
+
+    from lmms_spatial.plugin import lmms_eval_version
+
+    if (Path(lmms_eval.__file__).resolve().parents[1] / ".git").exists():
+        return found
+    version = lmms_eval_version()
+    return found if version == "unknown" else version
+
+
 def _create(original):
     @functools.wraps(original)
     def create(cls, *args, **kwargs):
@@ -229,6 +248,8 @@ def _create(original):
         from lmms_spatial.plugin.run import active
 
         if active():
+            if isinstance(getattr(cache, "_eval_version", None), str):
+                cache._eval_version = release_version(cache._eval_version)
             try:
                 replay_unmerged_runs(cache)
             except Exception as exc:  # never worse than lmms-eval's own cache

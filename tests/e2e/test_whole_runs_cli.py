@@ -38,7 +38,7 @@ def _check_complete_with_nan_judge_metrics(run) -> None:
     leaf = {task: n for task, n in failures.items() if task in run.samples}
     assert leaf and all(n == len(run.samples[task]) > 0 for task, n in leaf.items()), leaf
     notice = run.stderr.index(NOTICE)
-    assert notice < run.stderr.index("Running generate_until requests"), "said before generation"
+    assert notice < run.stderr.index("Model Responding (answers saved as they come)"), "said before generation"
     assert run.stderr.count(NOTICE) == 1
 
 
