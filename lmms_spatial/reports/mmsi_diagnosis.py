@@ -9,7 +9,9 @@ reasoning chains from the dataset (``$LMMS_SPATIAL_MMSI_PATH`` or the Hub), matc
 Reported: option accuracy (the run's own scores), reasoning accuracy (share of *diagnosed*
 replies whose reasoning the judge calls correct; the paper finds it below option accuracy), the
 share of each failure mode among diagnosed errors, and how many replies were not diagnosed
-(``LMMS_SPATIAL_JUDGE=none`` diagnoses nothing: the rubric's fallback is ``undiagnosed``).
+(``LMMS_SPATIAL_JUDGE=none`` diagnoses nothing: the rubric's fallback is ``undiagnosed``). With no judge
+configured, or one that cannot be reached, the analysis still comes out: every reply the judge did not
+diagnose is counted in ``judge_failures`` and reasoning accuracy is NaN, never 0.
 Judge calls are cached by the judge layer, so re-running the analysis is free.
 """
 
@@ -78,9 +80,21 @@ def diagnose(samples: Sequence[Mapping[str, Any]], docs: Sequence[Mapping[str, A
         from lmms_spatial.judge import get_judge
 
         judge = get_judge("mmsi_diagnosis")
-    verdicts = judge.score_many(diagnosis_items(samples, docs), desc="MMSI error diagnosis")
-    summary = summarise(samples, [v.label or UNDIAGNOSED for v in verdicts])
-    summary["judge"] = sorted({v.judge for v in verdicts})
+    from lmms_spatial.judge import JudgeError
+
+    items = diagnosis_items(samples, docs)
+    try:
+        verdicts = judge.score_many(items, desc="MMSI error diagnosis")
+    except JudgeError:  # not configured, or unreachable mid-way: item by item (cached verdicts still count)
+        verdicts = []
+        for item in items:
+            try:
+                verdicts.append(judge.score(item))
+            except JudgeError:
+                verdicts.append(None)
+    summary = summarise(samples, [(v.label if v is not None else None) or UNDIAGNOSED for v in verdicts])
+    summary["judge"] = sorted({v.judge for v in verdicts if v is not None})
+    summary["judge_failures"] = sum(v is None for v in verdicts)
     return summary
 
 
@@ -90,7 +104,8 @@ def format_diagnosis(task: str, summary: Mapping[str, Any]) -> str:
 
     lines = [
         f"MMSI-Bench error diagnosis, {task} (judge: {', '.join(summary['judge']) or 'none'}): "
-        f"{summary['diagnosed']} of {summary['n']} replies diagnosed",
+        f"{summary['diagnosed']} of {summary['n']} replies diagnosed"
+        + (f", {summary['judge_failures']} judge failures" if summary.get("judge_failures") else ""),
         f"  option accuracy    {pct(summary['option_accuracy'])}",
         f"  reasoning accuracy {pct(summary['reasoning_accuracy'])}",
         f"  failure modes among {summary['errors']} diagnosed errors:",

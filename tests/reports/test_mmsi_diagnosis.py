@@ -93,6 +93,32 @@ def test_without_a_judge_nothing_is_diagnosed_and_no_reasoning_accuracy_is_inven
     assert summary["judge"] == ["none (rule-based fallback)"]
 
 
+def test_with_no_judge_configured_every_reply_is_a_judge_failure_and_reasoning_accuracy_is_nan():
+    summary = diagnose(SAMPLES, DOCS, judge=get_judge("mmsi_diagnosis", JudgeConfig(model=None)))
+    assert summary["judge_failures"] == 5 and summary["diagnosed"] == 0 and summary["judge"] == []
+    assert math.isnan(summary["reasoning_accuracy"]) and summary["option_accuracy"] == pytest.approx(3 / 5)
+    assert "0 of 5 replies diagnosed, 5 judge failures" in format_diagnosis("mmsi_vanilla", summary)
+
+
+def test_a_judge_server_that_dies_midway_keeps_the_verdicts_it_gave(tmp_path):
+    answered = []
+
+    def once_then_down(request):
+        if answered:
+            from lmms_spatial.judge.testing import FakeReply
+
+            return FakeReply(status=503)
+        answered.append(1)
+        return _label_from_reply(request)
+
+    with FakeJudgeServer(once_then_down) as server:
+        config = JudgeConfig(model="fake-judge", base_url=server.base_url, api_key="t", cache_dir=str(tmp_path / "c"),
+                             concurrency=1, max_retries=0)  # fmt: skip
+        summary = diagnose(SAMPLES, DOCS, judge=get_judge("mmsi_diagnosis", config))
+    assert summary["diagnosed"] == 1 and summary["judge_failures"] == 4
+    assert summary["reasoning_accuracy"] == 1.0  # the one verdict: doc 0's reasoning is correct
+
+
 @pytest.mark.slow
 def test_report_diagnoses_a_finished_mmsi_run(lmms_eval, offline_env, tmp_path, monkeypatch, capsys):
     from lmms_spatial.cli import main as lmms_spatial
