@@ -57,3 +57,15 @@ def supported() -> bool:
             )
         _checked.append(ok)
     return _checked[0]
+
+
+def internal(module, path: str, loss: str):
+    """``module.<path>`` (e.g. ``"ConfigurableTask.process_results"``), or ``None`` after one stderr line saying
+    that this lmms-eval lacks it and what is lost: a patch never fails inside lmms-eval's changed internals."""
+    found = module
+    for part in path.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            print(f"lmms-spatial: this lmms-eval has no {module.__name__}.{path}; {loss}", file=sys.stderr)
+            return None
+    return found

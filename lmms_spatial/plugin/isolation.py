@@ -19,10 +19,9 @@ Runs that are not ours are not touched.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from lmms_spatial.plugin import failures
+from lmms_spatial.plugin import failures, internal
 
 ERROR_KEY = "lmms_spatial_error"
 JUDGE_METRIC = "judge_failures"  # every task of ours that asks an LLM judge reports this metric
@@ -44,14 +43,10 @@ def _task_name(task: Any) -> str:
 
 
 def patch_process_results(module) -> None:
-    cls = getattr(module, "ConfigurableTask", None)
-    original = getattr(cls, "process_results", None)
-    if original is None:
-        print("lmms-spatial: this lmms-eval has no ConfigurableTask.process_results; scoring failures are not "
-              "isolated", file=sys.stderr)  # fmt: skip
+    original = internal(module, "ConfigurableTask.process_results", "scoring failures are not isolated")
+    if original is None or getattr(original, "_lmms_spatial", False):
         return
-    if getattr(original, "_lmms_spatial", False):
-        return
+    cls = module.ConfigurableTask
     unretried = getattr(original, "__wrapped__", original)  # below lmms-eval's tenacity retry
 
     def process_results(self, doc, results, *args, **kwargs):
@@ -99,9 +94,8 @@ def _guarded(original, stage: str):
 
 
 def patch_task_output(module) -> None:
-    cls = getattr(module, "TaskOutput", None)
+    cls = internal(module, "TaskOutput", "aggregation failures are not isolated")
     if cls is None:
-        print("lmms-spatial: this lmms-eval has no TaskOutput; aggregation failures are not isolated", file=sys.stderr)
         return
     for name in ("calculate_aggregate_metric", "calculate_clt_aggregate_metric", "calculate_stability_metrics"):
         original = getattr(cls, name, None)

@@ -261,12 +261,12 @@ def _create(original):
 
 
 def patch_response_cache(module) -> None:
-    cls = getattr(module, "ResponseCache", None)
-    execute = getattr(cls, "execute", None)
+    from lmms_spatial.plugin import internal
+
+    execute = internal(module, "ResponseCache.execute", "answers are saved only when the model returns all of them")
     if execute is None:
-        print("lmms-spatial: this lmms-eval has no ResponseCache.execute; answers are saved only when the model "
-              "returns all of them", file=sys.stderr)  # fmt: skip
         return
+    cls = module.ResponseCache
     if not getattr(execute, "_lmms_spatial", False):
         cls.execute = _execute(execute)
     create = cls.__dict__.get("create")

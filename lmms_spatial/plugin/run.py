@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmms_spatial.plugin import failures
+from lmms_spatial.plugin import failures, internal
 
 
 @dataclass
@@ -65,12 +65,8 @@ def _bind(function: Callable, args: tuple, kwargs: dict) -> inspect.BoundArgumen
 
 
 def _wrap(module, name: str, make: Callable[[Callable], Callable]) -> None:
-    original = getattr(module, name, None)
-    if original is None:
-        print(f"lmms-spatial: this lmms-eval has no {module.__name__}.{name}; that part of our run handling is off",
-              file=sys.stderr)  # fmt: skip
-        return
-    if getattr(original, "_lmms_spatial", False):
+    original = internal(module, name, "that part of our run handling is off")
+    if original is None or getattr(original, "_lmms_spatial", False):
         return
     wrapper = functools.wraps(original)(make(original))
     wrapper._lmms_spatial = True

@@ -10,8 +10,8 @@ say which of its tasks failed, and a mixed run must not blame our task for a sto
 from __future__ import annotations
 
 import os
-import sys
 
+from lmms_spatial.plugin import internal
 from lmms_spatial.plugin.failures import EXC_TASK_ATTR, our_tasks_dir
 
 INCLUDE_PATH_HINT = 'pass --include_path "$(lmms-spatial tasks-dir)" to lmms-eval'
@@ -19,17 +19,10 @@ INCLUDE_PATH_HINT = 'pass --include_path "$(lmms-spatial tasks-dir)" to lmms-eva
 
 def patch_task_manager(module) -> None:
     """Wrap ``module.TaskManager.initialize_tasks`` once to add our task directory."""
-    manager = getattr(module, "TaskManager", None)
-    initialize = getattr(manager, "initialize_tasks", None)
-    if manager is None or initialize is None:  # an lmms-eval whose internals changed: say how to go on
-        print(
-            f"lmms-spatial: this lmms-eval has no TaskManager.initialize_tasks, so our tasks are not added "
-            f"automatically; {INCLUDE_PATH_HINT}",
-            file=sys.stderr,
-        )
+    initialize = internal(module, "TaskManager.initialize_tasks", f"our tasks are not added: {INCLUDE_PATH_HINT}")
+    if initialize is None or getattr(initialize, "_lmms_spatial", False):
         return
-    if getattr(initialize, "_lmms_spatial", False):
-        return
+    manager = module.TaskManager
     original = manager.initialize_tasks
 
     def initialize_tasks(self, include_path=None, include_defaults=True):
@@ -60,13 +53,10 @@ def _task_name(args: tuple, kwargs: dict, task) -> str | None:
 
 def patch_task_building(module) -> None:
     """Wrap ``ConfigurableTask.__init__`` so that an exception raised while building a task names it."""
-    cls = getattr(module, "ConfigurableTask", None)
-    original = getattr(cls, "__init__", None)
-    if cls is None or original is None:
-        print("lmms-spatial: this lmms-eval has no ConfigurableTask; a failed task is not named", file=sys.stderr)
+    original = internal(module, "ConfigurableTask.__init__", "a task that fails while being built is not named")
+    if original is None or getattr(original, "_lmms_spatial", False):
         return
-    if getattr(original, "_lmms_spatial", False):
-        return
+    cls = module.ConfigurableTask
 
     def __init__(self, *args, **kwargs):
         try:
