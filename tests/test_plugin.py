@@ -214,3 +214,25 @@ def test_groups_that_contain_a_failed_task_lose_their_scores_and_the_results_say
     assert results["results"]["h"] == {"alias": "h", "accuracy,none": 1.0}
     assert results["lmms_spatial"] == {"failed_tasks": {"b": "scoring: TypeError: x"},
                                        "groups_without_scores": ["g", "sub", "top"]}  # fmt: skip
+
+
+def test_staged_saves_whole_chunks_of_its_own_so_an_image_gets_one_map():
+    from lmms_spatial.models.staged import Staged
+
+    staged = Staged.__new__(Staged)
+    staged.chunk_size = 256
+    staged.__dict__["base"] = types.SimpleNamespace(batch_size=8)
+    assert resume.save_every(staged) == 256
+
+
+def test_replay_runs_keep_nothing_by_default():
+    import inspect
+
+    def simple_evaluate(model, use_cache=None, cli_args=None):
+        pass
+
+    for model, kept in (("replay", None), ("qwen2_5_vl", "runs/x/cache")):
+        cli_args = types.SimpleNamespace(output_path="runs/x")
+        bound = inspect.signature(simple_evaluate).bind_partial(model, cli_args=cli_args)
+        resume.choose_cache(bound, types.SimpleNamespace(notes={}))
+        assert bound.arguments.get("use_cache") == kept

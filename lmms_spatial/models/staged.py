@@ -136,6 +136,12 @@ class Staged(lmms):
         self.cache = StageCache(stage_cache) if stage_cache else None
         self.calls = {"stage": 0, "final": 0, "stage_cache_hits": 0}
 
+    @property
+    def resume_chunk_size(self) -> int:
+        """Requests per saved chunk of a run of ours (lmms_spatial.plugin.resume): whole chunks of ours, so an
+        image's questions share one stage turn (one map) instead of one per saved chunk."""
+        return self.chunk_size
+
     # lmms-eval reads these for data parallelism
     @property
     def rank(self) -> int:

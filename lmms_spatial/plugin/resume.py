@@ -7,7 +7,8 @@ configuration, document, request text, generation kwargs) and stores it in SQLit
 
 1. it is opt-in, and most users do not know it: in a run of ours it is on by default, in
    ``<output_path>/cache`` (``~/.cache/lmms_spatial/answers`` without ``--output_path``), announced in one
-   line; ``LMMS_SPATIAL_RESUME=0`` switches the default off, ``--use_cache DIR`` picks another folder;
+   line; ``LMMS_SPATIAL_RESUME=0`` switches the default off, ``--use_cache DIR`` picks another folder
+   (``--model replay``, which answers from samples files, keeps nothing by default);
 2. it writes an answer only after the model's ``generate_until`` returns, and lmms-eval calls it once with
    every request of the run: a kill at hour 30 leaves nothing on disk. Here the requests go to the
    model in chunks of ``LMMS_SPATIAL_SAVE_EVERY`` requests (default 64, rounded up to whole batches), in
@@ -45,6 +46,7 @@ ENV_SWITCH = "LMMS_SPATIAL_RESUME"
 ENV_SAVE_EVERY = "LMMS_SPATIAL_SAVE_EVERY"
 DEFAULT_SAVE_EVERY = 64
 HOME_CACHE = Path("~/.cache/lmms_spatial/answers")
+NOT_KEPT = {"replay"}  # models that answer from files already: nothing to keep, and nothing stale to serve
 _OFF = {"0", "false", "no", "off"}
 
 
@@ -71,7 +73,8 @@ def default_dir(output_path: str | None) -> Path:
 def choose_cache(bound: Any, run: Any) -> None:
     """Turn lmms-eval's response cache on for this run (unless switched off or already chosen); say where."""
     chosen = bound.arguments.get("use_cache")
-    if not chosen and "use_cache" in bound.signature.parameters and enabled():
+    model = bound.arguments.get("model")
+    if not chosen and "use_cache" in bound.signature.parameters and enabled() and model not in NOT_KEPT:
         chosen = str(default_dir(_output_path(bound)))
         bound.arguments["use_cache"] = chosen
         how = f"switch off with {ENV_SWITCH}=0"
