@@ -95,3 +95,29 @@ def test_a_stock_task_that_cannot_load_is_named_not_ours(lmms_eval):
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith("lmms-spatial: the run stopped while building task mme (an lmms-eval task, not one of ours")
     assert "mmsi_vanilla not evaluated" in last and "mmsi_vanilla failed" not in run.stderr
+
+
+@pytest.mark.slow
+def test_a_yaml_of_the_users_that_includes_ours_reads_exactly_its_own_data(offline_env, fixture_datasets, tmp_path):
+    """The lmms-eval way to evaluate your own copy, offline, with no variable of ours and nothing of ours cached."""
+    import datasets
+    from conftest import run_lmms_eval
+
+    mine = tmp_path / "my_mmsi.parquet"
+    datasets.load_dataset(str(fixture_datasets["mmsi"]), split="test").select(range(6)).to_parquet(str(mine))
+    own = tmp_path / "own_tasks"
+    own.mkdir()
+    (own / "my_mmsi.yaml").write_text(textwrap.dedent(f"""\
+        include: {tasks_dir()}/mmsi/mmsi_vanilla.yaml
+        task: my_mmsi
+        tag: []
+        dataset_path: parquet
+        dataset_kwargs: {{data_files: {{test: {mine}}}}}
+        """))  # fmt: skip
+    env = {k: v for k, v in offline_env.items() if not k.startswith("LMMS_SPATIAL_")}
+    env["HF_HOME"] = str(tmp_path / "empty_hf_home")
+    run = run_lmms_eval(["--model", "random_choice", "--tasks", "my_mmsi", "--include_path", str(own)], env,
+                        tmp_path / "out")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert len(run.samples["my_mmsi"]) == 6
+    assert not (tmp_path / "empty_hf_home" / "lmms_spatial").exists()  # nothing of ours prepared
