@@ -159,7 +159,9 @@ def test_a_scaffolded_benchmark_passes_the_contract_and_its_own_tests_in_a_copy_
     shutil.copytree(REPO, copy, ignore=COPY_IGNORE, symlinks=True)
     overlay = _overlay(copy, tmp_path / "overlay")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LMMS_SPATIAL_")}
-    env.update(PYTHONPATH=str(overlay), PYTHONDONTWRITEBYTECODE="1")
+    # the overlay must win over the copy itself, whose lmms_spatial/ has no tasks/ or metrics/ inside: the
+    # working directory (the copy) is kept off sys.path (Python >= 3.11; nothing imports our package early)
+    env.update(PYTHONPATH=str(overlay), PYTHONDONTWRITEBYTECODE="1", PYTHONSAFEPATH="1")
 
     cli = [sys.executable, "-m", "lmms_spatial.cli", "new-task", NAME, "--repo", str(copy)]
     made = subprocess.run(cli, env=env, capture_output=True, text=True, cwd=copy, timeout=120)

@@ -55,7 +55,9 @@ def test_replayed_answers_score_maps_questions_and_negative_sampling_exactly(lmm
     )
 
     tasks = "osr_cogmap_standard,osr_qa_standard_vanilla,osr_qa_negative_think"
-    run = lmms_eval("--model", "replay", "--model_args", f"samples={samples},prompt_check=warn", "--tasks", tasks)
+    rules = {"LMMS_SPATIAL_JUDGE": "none"}  # negative sampling scored by the App. C.3 evaluator's documented rules
+    run = lmms_eval("--model", "replay", "--model_args", f"samples={samples},prompt_check=warn", "--tasks", tasks,
+                    env=rules)  # fmt: skip
 
     assert run.metric("osr_cogmap_standard", "cogmap_f1") == 0.5
     assert run.metric("osr_cogmap_standard", "format_success_rate") == 0.5
