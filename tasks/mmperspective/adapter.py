@@ -64,8 +64,7 @@ def dataset_location() -> DatasetSource:
             "folder (or parquet file) in the layout of hub_cards/mmperspective/README.md. Convert images + a "
             "JSON/CSV question file with `lmms-spatial convert mmperspective --images ... "
             "--questions ... --out ...`, or build the synthetic demo data with "
-            '`python -c "from lmms_spatial.data.demo.mmperspective import build_mmperspective; '
-            "build_mmperspective('mmp_demo')\"`."
+            "`lmms-spatial fixture mmperspective --out mmp_demo`."
         )
     return dataset_source(KEY)
 

@@ -34,6 +34,11 @@ from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes, reso
 from lmms_spatial.metrics.osr_bench import GRID, SKILLS
 from lmms_spatial.progress import progress
 
+# what a release must hold, in the paragraph a release that does not fit is described with
+EXPECTED = (
+    "qa.csv and qa_with_negative.csv (image_id, turn_id, question, answer, skills_tested) and data/<scene>/rgb.png"
+)
+
 CONFIG_FILES = {"standard": "qa.csv", "negative": "qa_with_negative.csv"}
 REQUIRED_COLUMNS = ("image_id", "turn_id", "question", "answer", "skills_tested")
 _POOL = re.compile(r"categories to care about in this scene:\s*\{([^}]*)\}")
@@ -88,7 +93,7 @@ def convert_config(
 ) -> None:
     import datasets
 
-    from lmms_spatial.data.schemas import OSR_FEATURES
+    from lmms_spatial.data.registry.osr_bench import features
 
     path = src / CONFIG_FILES[config]
     if not path.is_file():
@@ -151,7 +156,7 @@ def convert_config(
     with progress(total=len(good), desc=f"convert osr_bench {config}", unit="row") as bar:
         for n, start in enumerate(range(0, len(good), shard_size)):
             shard = [{**r, "image": _image_cell(*r["image"], embed_images)} for r in good[start : start + shard_size]]
-            datasets.Dataset.from_list(shard, features=OSR_FEATURES).to_parquet(str(folder / f"test-{n:05d}.parquet"))
+            datasets.Dataset.from_list(shard, features=features()).to_parquet(str(folder / f"test-{n:05d}.parquet"))
             bar.update(len(shard))
     report.written[config] = len(good)
 
