@@ -1,7 +1,7 @@
 """``lmms-spatial``: helper commands around lmms-eval.
 
 - ``lmms-spatial tasks-dir``: the folder to pass to ``lmms-eval --include_path``.
-- ``lmms-spatial demo``: build the embedded demo datasets, run every demo task through
+- ``lmms-spatial demo``: build the embedded demo datasets, run every demo task (or ``--tasks``) through
   ``lmms-eval`` with the seeded ``random_choice`` model (offline, CPU, seconds) and print
   the results with unparsed rate and chance level.
 - ``lmms-spatial dori-report RUN [RUN ...]``: DORI's Table 2 layout, soft accuracy, error
@@ -17,6 +17,10 @@
 - ``lmms-spatial export BENCHMARK OUT``: a normalised copy as a folder to upload to the Hub (viewer-ready).
 - ``lmms-spatial prepare [BENCHMARK ...]``: download and prepare the Hub releases now (what the
   tasks do on first use), e.g. on a login node before an offline run.
+- ``lmms-spatial fixture KEY [...] --out DIR``: a benchmark's synthetic fixture in a folder, and the
+  ``export`` lines to run the real ``lmms-eval`` CLI on it.
+- ``lmms-spatial card [KEY ...] [--check]``: write each benchmark's ``features()`` into its hub card's
+  ``dataset_info`` (``--check``: only compare).
 - ``lmms-spatial new-task NAME``: scaffold a new benchmark (task folder, metrics, hub card,
   converter, fixture builder, tests) that passes the contract tests as generated.
 """
@@ -63,11 +67,13 @@ def format_results(results: dict) -> str:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from lmms_spatial.data.demo import build_demo_data, demo_tasks
+    from lmms_spatial.data.demo import benchmark_of_task, build_demo_data, demo_tasks
     from lmms_spatial.paths import tasks_dir
 
     work = Path(args.out or tempfile.mkdtemp(prefix="lmms_spatial_demo_"))
-    env = {**os.environ, **build_demo_data(work / "data")}
+    # only the benchmarks of the tasks asked for (all of them when a task is no benchmark's demo task)
+    keys = sorted({benchmark_of_task(t) for t in args.tasks}) if args.tasks else None
+    env = {**os.environ, **build_demo_data(work / "data", keys=None if keys is None or None in keys else keys)}
     # judged tasks (ODI-Bench open-ended, OSR-Bench negative sampling) use the rule-based
     # fallbacks unless a judge is configured: the demo never needs a key or the network
     env.setdefault("LMMS_SPATIAL_JUDGE", "none")
@@ -128,6 +134,44 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         print(markdown_report(report))
     return 0
+
+
+def _cmd_fixture(args: argparse.Namespace) -> int:
+    from lmms_spatial.data.demo import DEMO_BENCHMARKS, build_demo_data, demo_tasks
+
+    unknown = sorted(set(args.benchmarks) - set(DEMO_BENCHMARKS))
+    if unknown:
+        print(f"fixture: no fixture builder for {unknown}; known: {', '.join(DEMO_BENCHMARKS)}", file=sys.stderr)
+        return 1
+    out = Path(args.out).resolve()
+    env = build_demo_data(out, args.n, keys=args.benchmarks)
+    print(f"built {', '.join(args.benchmarks)} under {out}; to run the real CLI on it:\n")
+    print("\n".join(f"export {var}={folder}" for var, folder in env.items()))
+    print(f"lmms-eval --model random_choice --model_args seed=0 --tasks {','.join(demo_tasks(args.benchmarks))} "
+          "--output_path runs/fixture --log_samples")  # fmt: skip
+    return 0
+
+
+def _cmd_card(args: argparse.Namespace) -> int:
+    from lmms_spatial.data.cards import CardError, sync_card
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    status = 0
+    for key in args.benchmarks or list(BENCHMARKS):
+        try:
+            differed = sync_card(key, args.repo, check=args.check)
+        except (CardError, KeyError, TypeError) as exc:
+            print(f"card: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        where = f"hub_cards/{key}/README.md"
+        if args.check and differed:
+            print(f"card: {where} does not declare the features of {key}'s features(); run `lmms-spatial card {key}`",
+                  file=sys.stderr)  # fmt: skip
+            status = 1
+        else:
+            print(f"{where}: {'features written from features()' if differed else 'features match features()'}")
+    return status
 
 
 def _cmd_dori_report(args: argparse.Namespace) -> int:
@@ -209,6 +253,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--tasks", type=lambda s: s.split(","), default=None)
     demo.add_argument("--verbose", action="store_true", help="show lmms-eval's own output")
     demo.set_defaults(func=_cmd_demo)
+    fixture = sub.add_parser(
+        "fixture",
+        help="build benchmarks' synthetic fixture data in a folder and print the export lines for the real CLI",
+    )
+    fixture.add_argument("benchmarks", nargs="+", help="benchmark keys (lmms_spatial/data/demo/<key>.py)")
+    fixture.add_argument("--out", default="fixtures", help="folder to build into, one subfolder per benchmark")
+    fixture.add_argument("-n", type=int, default=None, help="items per builder (default: the builder's own)")
+    fixture.set_defaults(func=_cmd_fixture)
+    card = sub.add_parser(
+        "card", help="write each benchmark's features() into its hub card's dataset_info (the one schema source)"
+    )
+    card.add_argument("benchmarks", nargs="*", help="benchmark keys (default: every registered one)")
+    card.add_argument("--check", action="store_true", help="only compare; exit 1 when a card differs")
+    card.add_argument("--repo", default=".", help="repository root holding hub_cards/ (default: current folder)")
+    card.set_defaults(func=_cmd_card)
     dori = sub.add_parser("dori-report", help="DORI tables, soft accuracy and error analysis from samples files")
     dori.add_argument("runs", nargs="+", help="output folders (or samples files) of finished dori runs")
     dori.add_argument("--json", help="also write the report as JSON here")

@@ -12,3 +12,11 @@ def tasks_dir() -> str:
     import lmms_spatial.tasks as tasks_pkg
 
     return os.path.dirname(os.path.abspath(tasks_pkg.__file__))
+
+
+def benchmark_keys() -> list[str]:
+    """Every benchmark with a task folder (``tasks/<key>/``), in key order: a benchmark is its folder."""
+    root = tasks_dir()
+    return sorted(
+        name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)) and not name.startswith(("_", "."))
+    )

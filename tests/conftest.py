@@ -1,25 +1,77 @@
-"""Shared fixtures: offline environment, fixture datasets, and a checked lmms-eval runner."""
+"""Shared fixtures: offline environment, fixture datasets, the tiny model, and a checked lmms-eval runner.
+
+Expensive things are built once per test run, not once per test or per xdist worker: fixture
+datasets (one benchmark at a time, when a test asks for it), the tiny random Qwen2.5-VL and the
+per-benchmark demo runs live in a folder every worker of the run shares (:func:`build_once`).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from lmms_spatial.data.demo import DEMO_BENCHMARKS, build_demo_data
+from lmms_spatial.data.demo import DEMO_BENCHMARKS, build_fixture
 
 REPO = Path(__file__).resolve().parents[1]
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one compute thread per worker (and per lmms-eval it starts): N workers on N cores, instead of each
+    # torch/OpenMP pool spinning on every core (measured: 18% less wall time for the e2e runs on 2 cores).
+    # Results do not depend on the thread count; an explicit setting wins.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+TESTS_DIR = Path(__file__).resolve().parent
+if str(TESTS_DIR) not in sys.path:  # tests/ is not a package: tiny_models.py sits next to this file
+    sys.path.insert(0, str(TESTS_DIR))
 
 
 @pytest.fixture(scope="session")
-def offline_env(tmp_path_factory) -> dict[str, str]:
-    """Environment for subprocesses as a user has it: no Hub, a private HF cache, our fixture datasets
-    named by the documented ``LMMS_SPATIAL_<B>_PATH`` variables, nothing else of ours."""
+def shared_dir(tmp_path_factory) -> Path:
+    """A folder shared by every xdist worker of this run (the run's base temp folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def build_once(shared: Path, name: str, build: Callable[[Path], object]) -> Path:
+    """``shared/name``, made by ``build(folder)`` the first time any worker of this run asks for it.
+
+    A file lock makes the others wait; the folder is built under a temporary name and renamed, so a
+    failed build leaves nothing that looks finished (the next caller builds again).
+    """
+    from filelock import FileLock
+
+    target = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not target.is_dir():
+            scratch = shared / f"{name}.building"
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir(parents=True)
+            build(scratch)
+            scratch.rename(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def fixture_folder(shared_dir) -> Callable[[str], Path]:
+    """key -> the folder holding that benchmark's fixture dataset (built on first use, once per run)."""
+
+    def folder(key: str) -> Path:
+        return build_once(shared_dir, f"fixture_{key}", lambda out: build_fixture(key, out))
+
+    return folder
+
+
+@pytest.fixture(scope="session")
+def offline_base_env(tmp_path_factory) -> dict[str, str]:
+    """Environment for subprocesses as a user has it: no Hub, a private HF cache, no benchmark data (see
+    ``offline_env``), and no product setting of ours (judge, prefetch, ...): a test that is about one sets it."""
     root = tmp_path_factory.mktemp("lmms_env")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LMMS_SPATIAL_")}
     env.update(
@@ -29,17 +81,172 @@ def offline_env(tmp_path_factory) -> dict[str, str]:
         TRANSFORMERS_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
         PYTHONUNBUFFERED="1",
-    )  # and no product setting (judge, prefetch, ...): a test that is about one sets it
-    env.update(build_demo_data(root / "data"))
+    )
     return env
+
+
+@pytest.fixture(scope="session")
+def offline_env(offline_base_env, fixture_folder) -> dict[str, str]:
+    """``offline_base_env`` plus every benchmark's fixture dataset, named by its environment variable."""
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    return {**offline_base_env, **{BENCHMARKS[key].env_var: str(fixture_folder(key)) for key in DEMO_BENCHMARKS}}
 
 
 @pytest.fixture(scope="session")
 def fixture_datasets(offline_env) -> dict[str, Path]:
     """{benchmark key: folder holding its fixture parquet}."""
-    from lmms_spatial.data.sources import BENCHMARKS
+    from lmms_spatial.data.registry import BENCHMARKS
 
     return {key: Path(offline_env[BENCHMARKS[key].env_var]) for key in DEMO_BENCHMARKS}
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` set to ``values`` inside the block, restored after."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@dataclass(frozen=True)
+class ScoredTask:
+    """A task of ours as lmms-eval loads it: its fixture documents (no media), scorer and declared metrics."""
+
+    docs: list[dict]
+    process_results: Callable
+    declared: frozenset[str]
+
+
+@pytest.fixture(scope="session")
+def task_manager():
+    from lmms_eval.tasks import TaskManager
+
+    return TaskManager(include_defaults=False)
+
+
+@pytest.fixture(scope="session")
+def scored_tasks(task_manager, offline_base_env, fixture_folder) -> Callable[[str], dict[str, ScoredTask]]:
+    """key -> {leaf task of tasks/<key>/: ScoredTask} loaded through lmms-eval on the fixture, once per worker.
+
+    Call ``process_results`` under the environment the test needs (e.g. ``LMMS_SPATIAL_JUDGE=none``).
+    """
+    from lmms_spatial.data.registry import BENCHMARKS
+    from lmms_spatial.paths import tasks_dir
+
+    loaded: dict[str, dict[str, ScoredTask]] = {}
+
+    def load(key: str) -> dict[str, ScoredTask]:
+        if key not in loaded:
+            from lmms_eval.tasks import get_task_dict
+
+            index = task_manager._get_task_and_group(os.path.join(tasks_dir(), key))
+            names = sorted(name for name, entry in index.items() if entry["type"] == "task")
+            with environment({**offline_base_env, BENCHMARKS[key].env_var: str(fixture_folder(key))}):
+                tasks = {name: get_task_dict([name], task_manager)[name] for name in names}
+                loaded[key] = {
+                    name: ScoredTask(list(task.eval_docs_no_media), task.config.process_results,
+                                     frozenset(m["metric"] for m in task.config.metric_list))
+                    for name, task in tasks.items()
+                }  # fmt: skip
+        return loaded[key]
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2_5_vl(shared_dir) -> Path:
+    """The tiny random-weight Qwen2.5-VL checkpoint (tests/tiny_models.py), built once per run; read it only."""
+    from tiny_models import build_tiny_qwen2_5_vl
+
+    return build_once(shared_dir, "tiny-qwen2.5-vl", build_tiny_qwen2_5_vl)
+
+
+@dataclass
+class DemoRun:
+    """One ``lmms-spatial demo`` run: its exit status, output and working folder (data, results, report)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    out: Path
+
+
+def _cli(args: list[str], env: dict[str, str], out: Path) -> None:
+    """``python -m lmms_spatial.cli ARGS``, its exit status and output kept in ``out``."""
+    proc = subprocess.run([sys.executable, "-m", "lmms_spatial.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=900)  # fmt: skip
+    (out / "returncode").write_text(str(proc.returncode))
+    (out / "stdout").write_text(proc.stdout)
+    (out / "stderr").write_text(proc.stderr)
+
+
+def _demo_run(folder: Path) -> DemoRun:
+    read = (folder / "stdout").read_text, (folder / "stderr").read_text
+    return DemoRun(int((folder / "returncode").read_text()), read[0](), read[1](), folder / "demo")
+
+
+def pytest_collection_finish(session) -> None:
+    """Whether this run needs the whole demo (then every benchmark's demo run is a slice of it)."""
+    users = [item for item in session.items if {"demo_run", "full_demo"} & set(getattr(item, "fixturenames", ()))]
+    keys = {item.callspec.params.get("key") for item in users if hasattr(item, "callspec")} - {None}
+    full = any("full_demo" in item.fixturenames for item in users)
+    session.config.stash[_WHOLE_DEMO] = full or len(keys) > 1
+
+
+_WHOLE_DEMO = pytest.StashKey[bool]()
+
+
+@pytest.fixture(scope="session")
+def full_demo(shared_dir, offline_base_env) -> DemoRun:
+    """``lmms-spatial demo`` (every benchmark's demo tasks in one lmms-eval run), once per test run."""
+    return _demo_run(build_once(shared_dir, "demo_all", lambda out: _cli(["demo", "--out", str(out / "demo")],
+                                                                        offline_base_env, out)))  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def demo_run(request, shared_dir, offline_base_env) -> Callable[[str], DemoRun]:
+    """key -> the benchmark's demo: ``lmms-spatial demo --tasks <its demo tasks>``, once per test run.
+
+    When this run needs the whole demo anyway (``tests/e2e/test_demo.py``, or several benchmarks'
+    contract tests), a benchmark's demo is its slice of that one run instead of a run of its own: its
+    tasks' results and samples files alone, reported by ``lmms-spatial report`` as the demo reports
+    them. Either way the benchmark's tasks went through lmms-eval and its report comes from its own
+    samples only; the slice saves one lmms-eval start and one scoring pass per benchmark.
+    """
+
+    def alone(key: str, out: Path) -> None:
+        _cli(["demo", "--out", str(out / "demo"), "--tasks", ",".join(DEMO_BENCHMARKS[key][1])], offline_base_env, out)
+
+    def sliced(key: str, out: Path) -> None:
+        whole = request.getfixturevalue("full_demo")
+        tasks = set(DEMO_BENCHMARKS[key][1])
+        results = out / "demo" / "results"
+        results.mkdir(parents=True)
+        for source in (whole.out / "results").glob("*_results.json"):
+            data = json.loads(source.read_text())
+            for section in ("results", "configs", "versions", "n-shot", "higher_is_better", "n-samples"):
+                if isinstance(data.get(section), dict):
+                    data[section] = {t: v for t, v in data[section].items() if t in tasks}
+            (results / source.name).write_text(json.dumps(data))
+            stamp = source.name[: -len("_results.json")]
+            for task in tasks:
+                samples = source.parent / f"{stamp}_samples_{task}.jsonl"
+                if samples.exists():
+                    shutil.copy(samples, results / samples.name)
+        _cli(["report", str(results), "--out", str(out / "demo" / "report"), "--quiet"], offline_base_env, out)
+        (out / "stdout").write_text(whole.stdout + (out / "stdout").read_text())  # the demo's table, then the report
+
+    def run(key: str) -> DemoRun:
+        build = sliced if request.config.stash.get(_WHOLE_DEMO, False) else alone
+        return _demo_run(build_once(shared_dir, f"demo_{key}", lambda out: build(key, out)))
+
+    return run
 
 
 @dataclass

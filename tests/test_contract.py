@@ -1,92 +1,154 @@
 """Contract every benchmark folder must meet; a new benchmark gets these checks for free.
 
-Conventions: ``tasks/<key>/`` holds the YAMLs, ``hub_cards/<key>/README.md`` the card,
-``lmms_spatial.data.demo.DEMO_BENCHMARKS[<key>]`` the fixture/demo builder and the
-tasks the demo (and therefore the end-to-end demo test) runs.
+Every check is parametrized by benchmark key, so ``pytest tests/test_contract.py -k <key>`` runs
+only that benchmark's (its fixture is the only one built). Conventions: ``tasks/<key>/`` holds the
+YAMLs, ``lmms_spatial/data/registry/<key>.py`` the benchmark and its ``features()``,
+``lmms_spatial/data/demo/<key>.py`` the fixture builder and the tasks the demo runs,
+``hub_cards/<key>/README.md`` the card, and ``lmms_spatial/reports/layouts/<key>.py`` (optional)
+the report's tables.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import datasets
 import pytest
 import yaml
 
-from lmms_spatial.data.demo import DEMO_BENCHMARKS, demo_tasks
-from lmms_spatial.paths import tasks_dir
+from lmms_spatial.data.demo import DEMO_BENCHMARKS
+from lmms_spatial.data.registry import BENCHMARKS
+from lmms_spatial.paths import benchmark_keys, tasks_dir
 
 REPO = Path(__file__).resolve().parents[1]
+KEYS = benchmark_keys()  # a benchmark is its folder under tasks/
+# tests that load the benchmark's tasks through lmms-eval share one load per benchmark: same xdist worker
+LOADED_KEYS = [pytest.param(key, marks=pytest.mark.xdist_group(f"tasks-{key}"), id=key) for key in KEYS]
 # metrics a task emits only for unusual documents (absent from the fixtures by design)
 CONDITIONAL_METRICS = {"mmsi_circular": {"unrotatable_questions"}}
 
 
-@pytest.fixture(scope="module")
-def task_manager():
-    from lmms_eval.tasks import TaskManager
-
-    return TaskManager(include_defaults=False)
+def _card_front(key: str) -> dict:
+    return yaml.safe_load((REPO / "hub_cards" / key / "README.md").read_text().split("---")[1])
 
 
-@pytest.fixture(scope="module")
-def our_index(task_manager):
-    return task_manager._get_task_and_group(tasks_dir())
+@pytest.mark.parametrize("key", KEYS)
+def test_every_task_folder_is_a_registered_benchmark_with_a_fixture_schema_and_card(key):
+    assert key in BENCHMARKS, f"declare it in lmms_spatial/data/registry/{key}.py (BENCHMARK = Benchmark(...))"
+    assert key in DEMO_BENCHMARKS, f"lmms_spatial/data/demo/{key}.py needs build() and DEMO_TASKS"
+    from lmms_spatial.data.registry import features
+
+    assert isinstance(features(key), datasets.Features), f"lmms_spatial/data/registry/{key}.py: features()"
+    assert (REPO / "hub_cards" / key / "README.md").is_file(), f"hub_cards/{key}/README.md"
 
 
-def _benchmark_of(entry: dict) -> str:
-    return Path(entry["yaml_path"]).relative_to(tasks_dir()).parts[0]
+@pytest.mark.parametrize("key", KEYS)
+def test_every_task_of_the_folder_runs_in_the_demo(key):
+    from lmms_spatial.reports.layouts import task_metrics
+
+    leaves = set(task_metrics(Path(tasks_dir(), key)))
+    assert leaves, f"tasks/{key}/ declares no task with a metric_list"
+    assert leaves <= set(DEMO_BENCHMARKS[key][1]), f"add them to DEMO_TASKS in lmms_spatial/data/demo/{key}.py"
 
 
-def _leaf_tasks(index: dict) -> dict[str, dict]:
-    return {name: e for name, e in index.items() if e["type"] == "task"}
+def _declared_names(key: str) -> set[str]:
+    """Task, group and tag names our YAMLs of ``key`` declare."""
+    from lmms_spatial.reports.layouts import read_task_yaml
+
+    names: set[str] = set()
+    for path in Path(tasks_dir(), key).glob("*.yaml"):
+        names |= _names_in(read_task_yaml(path))
+    return names
 
 
-def test_every_task_folder_is_a_known_benchmark(our_index):
-    folders = {p.name for p in Path(tasks_dir()).iterdir() if p.is_dir() and not p.name.startswith("__")}
-    assert folders <= set(DEMO_BENCHMARKS), "each tasks/<key>/ needs a fixture builder in DEMO_BENCHMARKS"
-    assert {_benchmark_of(e) for e in _leaf_tasks(our_index).values()} == folders
+def _names_in(config: dict) -> set[str]:
+    names = {config[k] for k in ("task", "group") if isinstance(config.get(k), str)}
+    tags = config.get("tag")
+    return names | ({tags} if isinstance(tags, str) else set(tags or []))
 
 
-@pytest.mark.slow
-def test_no_task_name_collides_with_a_builtin_task(task_manager, our_index):
-    import lmms_eval.tasks
+def builtin_collisions(names: set[str]) -> dict[str, str]:
+    """{name: lmms-eval YAML declaring it} for ``names`` also declared by a built-in task, group or tag.
 
-    builtin = task_manager._get_task_and_group(str(Path(lmms_eval.tasks.__file__).parent))
-    assert not set(our_index) & set(builtin)
+    Built-ins win over ours. Only the built-in YAMLs whose text mentions one of the names are parsed,
+    so this takes a fraction of lmms-eval's own index build.
+    """
+    import importlib.util
+
+    from lmms_spatial.reports.layouts import read_task_yaml
+
+    spec = importlib.util.find_spec("lmms_eval")  # located, not imported (importing it takes seconds)
+    assert spec is not None and spec.submodule_search_locations, "lmms-eval is not installed"
+    found: dict[str, str] = {}
+    for path in sorted(Path(next(iter(spec.submodule_search_locations)), "tasks").rglob("*.yaml")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not any(name in text for name in names):
+            continue
+        try:
+            declared = _names_in(read_task_yaml(path))
+        except Exception:  # noqa: BLE001 - lmms-eval skips YAMLs it cannot read; so do we
+            continue
+        found.update({name: str(path) for name in declared & names})
+    return found
 
 
-def test_every_task_runs_in_the_end_to_end_demo(our_index):
-    assert set(_leaf_tasks(our_index)) <= set(demo_tasks())
+def test_the_builtin_scan_finds_a_real_builtin_task():
+    hits = builtin_collisions({"mmsi_bench", "zz_no_such_task"})
+    assert set(hits) == {"mmsi_bench"} and hits["mmsi_bench"].endswith(".yaml")
 
 
-def test_every_task_loads_and_every_declared_metric_is_produced(our_index, task_manager, offline_env, monkeypatch):
-    for key, value in offline_env.items():
-        monkeypatch.setenv(key, value)
-    from lmms_eval.tasks import get_task_dict
+@pytest.mark.parametrize("key", KEYS)
+def test_no_task_name_collides_with_a_builtin_task(key):
+    ours = _declared_names(key)
+    assert ours and not builtin_collisions(ours)
 
-    for name in sorted(_leaf_tasks(our_index)):
-        task = get_task_dict([name], task_manager)[name]
-        declared = {m["metric"] for m in task.config.metric_list}
+
+@pytest.mark.parametrize("key", LOADED_KEYS)
+def test_every_task_loads_and_every_declared_metric_is_produced(key, scored_tasks, monkeypatch):
+    """Every task YAML loads through lmms-eval on the fixture; process_results emits exactly its metric_list."""
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "none")  # judged tasks: the rule-based fallback, no network
+    tasks = scored_tasks(key)
+    assert tasks, f"tasks/{key}/ has no task lmms-eval can load"
+    for name, task in sorted(tasks.items()):
+        declared = set(task.declared)
         produced: set[str] = set()
-        for doc in task.eval_docs_no_media:
+        for doc in task.docs:
             for response in ("A", "``B``", "no idea"):
-                produced |= set(task.config.process_results(doc, [response]))
+                produced |= set(task.process_results(doc, [response]))
         assert produced <= declared, f"{name}: metrics not declared in its YAML: {produced - declared}"
         missing = declared - produced - CONDITIONAL_METRICS.get(name, set())
         assert not missing, f"{name}: declared metrics never produced on the fixture: {missing}"
 
 
-@pytest.mark.parametrize("key", sorted(DEMO_BENCHMARKS))
-def test_hub_card_declares_the_features_of_the_normalised_schema(key, fixture_datasets):
-    card = (REPO / "hub_cards" / key / "README.md").read_text()
-    front = yaml.safe_load(card.split("---")[1])
+@pytest.mark.parametrize("key", KEYS)
+def test_hub_card_declares_the_features_of_the_benchmark_s_schema(key):
+    """One way: ``features()`` is the source, the card follows it (``lmms-spatial card <key>`` writes it)."""
+    from lmms_spatial.data.cards import sync_card
+    from lmms_spatial.data.registry import features
+
+    front = _card_front(key)
     assert front["configs"] and front["license"] and front["task_categories"]
     info = front["dataset_info"]
+    for entry in info if isinstance(info, list) else [info]:
+        declared = datasets.Features._from_yaml_list(entry["features"])
+        assert declared == features(key), f"hub_cards/{key}/README.md differs: run `lmms-spatial card {key}`"
+    assert not sync_card(key, REPO, check=True)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_hub_card_files_match_the_fixture(key, fixture_folder):
+    """Every config's files, as the card lays them out, are found in the fixture folder with the card's features."""
+    front = _card_front(key)
+    info = front["dataset_info"]
     by_config = {e["config_name"]: e for e in info} if isinstance(info, list) else {"default": info}
-    for config in front["configs"]:  # every config's files, as the card lays them out, in the fixture folder
+    folder = fixture_folder(key)
+    for config in front["configs"]:
         features = datasets.Features._from_yaml_list(by_config[config["config_name"]]["features"])
         for files in config["data_files"]:
-            fixture = datasets.load_dataset("parquet", data_files=str(fixture_datasets[key] / files["path"]))["train"]
+            fixture = datasets.load_dataset("parquet", data_files=str(folder / files["path"]))["train"]
             assert features == fixture.features, f"{key} config {config['config_name']}"
 
 
@@ -106,8 +168,8 @@ HUB_SIZE_CATEGORIES = {
 }
 
 
-@pytest.mark.parametrize("key", sorted(DEMO_BENCHMARKS))
-def test_hub_card_is_valid_for_the_hub_and_matches_the_fixture(key, fixture_datasets):
+@pytest.mark.parametrize("key", KEYS)
+def test_hub_card_is_valid_for_the_hub_and_matches_the_fixture(key, fixture_folder):
     """The card parses with huggingface_hub's card tools and datasets' readers, offline.
 
     ``DatasetCard`` is what the Hub and ``push_to_hub`` use to read the front matter;
@@ -139,7 +201,7 @@ def test_hub_card_is_valid_for_the_hub_and_matches_the_fixture(key, fixture_data
     assert configs, "configs: at least one config with data_files"
     infos = DatasetInfosDict.from_dataset_card_data(data)
     assert infos and all(info.features is not None for info in infos.values()), "dataset_info.features missing"
-    folder = fixture_datasets[key]
+    folder = fixture_folder(key)
     fixture_files = [p.relative_to(folder).as_posix() for p in folder.rglob("*.parquet")]
     for name, config in configs.items():
         files = config.get("data_files")
@@ -154,79 +216,8 @@ def test_hub_card_is_valid_for_the_hub_and_matches_the_fixture(key, fixture_data
                 assert info.features == fixture.features, f"config {name}: card features differ from the fixture"
 
 
-# Tasks without an option list have no chance level; judge-scored ones have no unparsed rate.
-# key: task-name prefix -> the conventional metrics it may leave out (say why in its YAML).
-CONVENTION_EXEMPT = {
-    "odi_bench_open_": {"chance_level", "unparsed_rate"},  # open-ended, LLM-judge scored
-    "osr_cogmap_": {"chance_level"},  # cognitive maps: F1 against a grid, no options
-}
-
-
-def test_every_task_reports_unparsed_rate_and_chance_level(our_index):
-    from lmms_eval.utils import load_yaml_config
-
-    for name, entry in sorted(_leaf_tasks(our_index).items()):
-        config = load_yaml_config(entry["yaml_path"], mode="simple")
-        declared = {m["metric"] for m in config.get("metric_list", [])}
-        exempt = set().union(*(v for k, v in CONVENTION_EXEMPT.items() if name.startswith(k)))
-        missing = {"unparsed_rate", "chance_level"} - declared - exempt
-        assert not missing, f"{name}: every task reports {sorted(missing)} next to its score"
-
-
-def test_utils_py_is_thin_glue(our_index):
-    """lmms-eval loads utils.py outside sys.modules: it may import and assign, never define code."""
-    import ast
-
-    for utils in sorted(Path(tasks_dir()).glob("*/utils.py")):
-        tree = ast.parse(utils.read_text())
-        defined = [
-            n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
-        ]
-        assert not defined, f"{utils}: move {defined} into the adapter module (lmms_spatial.tasks.<key>.adapter)"
-
-
-@pytest.mark.parametrize("key", sorted(DEMO_BENCHMARKS))
-def test_fixture_builder_is_deterministic(key, tmp_path):
-    builder = DEMO_BENCHMARKS[key][0]
-    builder(tmp_path / "a")
-    builder(tmp_path / "b")
-    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
-    assert files and files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
-    for rel in files:
-        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), f"{key}: {rel} differs"
-
-
-def test_importing_benchmark_code_has_no_side_effects():
-    """Metrics, adapters, demo builders and utils.py import without network, threads or lmms-eval."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    keys = sorted(p.name for p in Path(tasks_dir()).iterdir() if (p / "__init__.py").is_file())
-    probe = f"""
-import importlib, importlib.util, json, socket, sys, threading
-def _no_network(*args, **kwargs):
-    raise AssertionError("network access at import time")
-socket.socket.connect = _no_network
-socket.create_connection = _no_network
-threads = threading.active_count()
-for key in {keys!r}:
-    for module in (f"lmms_spatial.metrics.{{key}}", f"lmms_spatial.tasks.{{key}}.adapter"):
-        if importlib.util.find_spec(module) is not None:
-            importlib.import_module(module)
-import lmms_spatial.data.demo
-heavy = sorted(m for m in ("lmms_eval", "torch", "openai", "transformers") if m in sys.modules)
-print(json.dumps({{"threads": threading.active_count() - threads, "heavy": heavy}}))
-"""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LMMS_SPATIAL_")}
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report == {"threads": 0, "heavy": []}, report
-
-
-def test_every_card_is_read_by_datasets_without_a_warning_and_describes_every_config(caplog):
+@pytest.mark.parametrize("key", KEYS)
+def test_every_card_is_read_by_datasets_without_a_warning_and_describes_every_config(key, caplog):
     """`datasets` drops a card's dataset_info with a logged warning when it is malformed (e.g. splits
     without num_bytes): the viewer then shows nothing of it. Every config needs its own features."""
     import logging
@@ -238,26 +229,103 @@ def test_every_card_is_read_by_datasets_without_a_warning_and_describes_every_co
     logger = logging.getLogger("datasets")
     logger.addHandler(caplog.handler)
     try:
-        for key in sorted(DEMO_BENCHMARKS):
-            caplog.clear()
-            data = DatasetCard.load(REPO / "hub_cards" / key / "README.md").data
-            infos = DatasetInfosDict.from_dataset_card_data(data)
-            configs = MetadataConfigs.from_dataset_card_data(data)
-            assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [], key
-            assert set(infos) == set(configs), f"{key}: dataset_info per config {sorted(infos)} vs {sorted(configs)}"
+        data = DatasetCard.load(REPO / "hub_cards" / key / "README.md").data
+        infos = DatasetInfosDict.from_dataset_card_data(data)
+        configs = MetadataConfigs.from_dataset_card_data(data)
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [], key
+        assert set(infos) == set(configs), f"{key}: dataset_info per config {sorted(infos)} vs {sorted(configs)}"
     finally:
         logger.removeHandler(caplog.handler)
 
 
-def test_the_cards_declare_the_columns_of_the_schemas_including_mmsi_descriptive_ones():
-    from huggingface_hub import DatasetCard
+# Tasks without an option list have no chance level; judge-scored ones have no unparsed rate.
+# key: task-name prefix -> the conventional metrics it may leave out (say why in its YAML).
+CONVENTION_EXEMPT = {
+    "odi_bench_open_": {"chance_level", "unparsed_rate"},  # open-ended, LLM-judge scored
+    "osr_cogmap_": {"chance_level"},  # cognitive maps: F1 against a grid, no options
+}
 
-    from lmms_spatial.data import schemas
 
-    expected = {"mmsi": schemas.MMSI_FEATURES, "dori": schemas.DORI_FEATURES, "odi_bench": schemas.ODI_FEATURES,
-                "osr_bench": schemas.OSR_FEATURES}  # fmt: skip
-    for key, features in expected.items():
-        info = DatasetCard.load(REPO / "hub_cards" / key / "README.md").data.dataset_info
-        for entry in info if isinstance(info, list) else [info]:
-            assert datasets.Features._from_yaml_list(entry["features"]) == features, key
-    assert {"mean_normed_duration_seconds", "difficulty"} <= set(schemas.MMSI_FEATURES)
+@pytest.mark.parametrize("key", KEYS)
+def test_every_task_reports_unparsed_rate_and_chance_level(key):
+    from lmms_spatial.reports.layouts import task_metrics
+
+    for name, metrics in sorted(task_metrics(Path(tasks_dir(), key)).items()):
+        exempt = set().union(*(v for k, v in CONVENTION_EXEMPT.items() if name.startswith(k)))
+        missing = {"unparsed_rate", "chance_level"} - set(metrics) - exempt
+        assert not missing, f"{name}: every task reports {sorted(missing)} next to its score"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_utils_py_is_thin_glue(key):
+    """lmms-eval loads utils.py outside sys.modules: it may import and assign, never define code."""
+    import ast
+
+    utils = Path(tasks_dir(), key, "utils.py")
+    tree = ast.parse(utils.read_text())
+    defined = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)]
+    assert not defined, f"{utils}: move {defined} into the adapter module (lmms_spatial.tasks.{key}.adapter)"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_fixture_builder_is_deterministic(key, tmp_path):
+    builder = DEMO_BENCHMARKS[key][0]
+    builder(tmp_path / "a")
+    builder(tmp_path / "b")
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files and files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), f"{key}: {rel} differs"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_importing_benchmark_code_has_no_side_effects(key):
+    """Metrics, adapter, registry, demo and report modules import without network, threads or lmms-eval."""
+    import json
+
+    probe = f"""
+import importlib, importlib.util, json, socket, sys, threading
+def _no_network(*args, **kwargs):
+    raise AssertionError("network access at import time")
+socket.socket.connect = _no_network
+socket.create_connection = _no_network
+threads = threading.active_count()
+for module in ("lmms_spatial.metrics.{key}", "lmms_spatial.tasks.{key}.adapter", "lmms_spatial.data.registry.{key}",
+               "lmms_spatial.data.demo.{key}", "lmms_spatial.data.convert.{key}", "lmms_spatial.reports.layouts.{key}"):
+    if importlib.util.find_spec(module) is not None:
+        importlib.import_module(module)
+import lmms_spatial.data.demo
+heavy = sorted(m for m in ("lmms_eval", "torch", "openai", "transformers") if m in sys.modules)
+print(json.dumps({{"threads": threading.active_count() - threads, "heavy": heavy}}))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LMMS_SPATIAL_")}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report == {"threads": 0, "heavy": []}, report
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_the_report_has_tables_for_the_benchmark_s_own_tasks(key):
+    """Declared in lmms_spatial/reports/layouts/<key>.py, or one per task from the YAMLs; never another's tasks."""
+    from lmms_spatial.reports.layouts import benchmark_reports
+
+    part = benchmark_reports()[key]
+    assert part.layouts, f"{key}: no table in the report"
+    ours = _declared_names(key)
+    for layout in part.layouts:
+        assert layout.benchmark == key and layout.tasks() <= ours, (layout.key, layout.tasks() - ours)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("demo")  # one worker runs the whole demo and reports each benchmark's slice
+@pytest.mark.parametrize("key", KEYS)
+def test_the_demo_of_the_benchmark_alone_exits_0_with_its_report(key, demo_run):
+    """``lmms-spatial demo --tasks <its demo tasks>``: results for every task and a report with its tables."""
+    run = demo_run(key)
+    assert run.returncode == 0, run.stderr[-4000:]
+    for task in DEMO_BENCHMARKS[key][1]:
+        assert f"\n{task} " in run.stdout, f"{task} missing from the demo table"
+    md = (run.out / "report" / "report.md").read_text()
+    assert md.count("\n### ") >= 1 and "report written:" in run.stdout
+    assert (run.out / "report" / "report.csv").stat().st_size > 0 and (run.out / "report" / "report.tex").exists()

@@ -4,7 +4,8 @@ lmms-eval runs ``process_results`` in worker threads under a retry: an exception
 minutes and then drops or fails the task. Every task of every benchmark is driven here with
 hostile replies (huge, deeply nested, unclosed tags, lone surrogates, long digit runs,
 full-width letters) and with hypothesis-generated text, on the first fixture document of each
-task. Each reply must score in under :data:`SECONDS_PER_REPLY` (a generous bound: the point is
+task; one benchmark per test, so ``-k <key>`` narrows it and workers share the load. Each reply
+must score in under :data:`SECONDS_PER_REPLY` (a generous bound: the point is
 to catch quadratic parsing, which takes tens of seconds on these sizes) and produce only
 metrics the task declares.
 """
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lmms_spatial.paths import tasks_dir
+from lmms_spatial.paths import benchmark_keys
 
 SECONDS_PER_REPLY = 2.0
 
@@ -45,33 +46,15 @@ HOSTILE_REPLIES = [
 ]
 
 
-def _leaf_tasks() -> list[str]:
-    from lmms_eval.tasks import TaskManager
-
-    index = TaskManager(include_defaults=False)._get_task_and_group(tasks_dir())
-    return sorted(name for name, entry in index.items() if entry["type"] == "task")
+# one benchmark per test; its tasks are loaded once per run (the contract tests' load, same xdist worker)
+LOADED_KEYS = [pytest.param(key, marks=pytest.mark.xdist_group(f"tasks-{key}"), id=key) for key in benchmark_keys()]
 
 
-@pytest.fixture(scope="module")
-def tasks(offline_env):
-    """{task name: (first fixture document without media, its process_results, declared metrics)}."""
-    import os
-
-    saved = dict(os.environ)
-    os.environ.update(offline_env)
-    try:
-        from lmms_eval.tasks import TaskManager, get_task_dict
-
-        manager = TaskManager(include_defaults=False)
-        loaded = {}
-        for name in _leaf_tasks():
-            task = get_task_dict([name], manager)[name]
-            doc = next(iter(task.eval_docs_no_media))
-            loaded[name] = (doc, task.config.process_results, {m["metric"] for m in task.config.metric_list})
-        yield loaded
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+@pytest.fixture
+def tasks(key, scored_tasks, monkeypatch):
+    """{task name: (first fixture document without media, its process_results, declared metrics)} of ``key``."""
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "none")  # judged tasks: the rule-based fallback, no network
+    return {name: (t.docs[0], t.process_results, t.declared) for name, t in scored_tasks(key).items()}
 
 
 def _score(entry, reply: str) -> None:
@@ -83,7 +66,8 @@ def _score(entry, reply: str) -> None:
     assert elapsed < SECONDS_PER_REPLY, f"{elapsed:.1f} s for a {len(reply)}-character reply"
 
 
-def test_every_task_scores_every_hostile_reply_quickly_without_raising(tasks):
+@pytest.mark.parametrize("key", LOADED_KEYS)
+def test_every_task_scores_every_hostile_reply_quickly_without_raising(key, tasks):
     failures = []
     for name, entry in tasks.items():
         for reply in HOSTILE_REPLIES:
@@ -102,9 +86,10 @@ _REPLY_TEXT = st.one_of(
 )
 
 
+@pytest.mark.parametrize("key", LOADED_KEYS)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(reply=_REPLY_TEXT, which=st.integers(min_value=0))
-def test_generated_replies_never_raise_out_of_any_task(tasks, reply, which):
+def test_generated_replies_never_raise_out_of_any_task(key, tasks, reply, which):
     names = sorted(tasks)
     for name in (names[which % len(names)], names[(which // len(names)) % len(names)]):
         _score(tasks[name], reply)

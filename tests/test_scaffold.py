@@ -35,6 +35,7 @@ EXPECTED_FILES = {
     f"lmms_spatial/data/convert/{NAME}.py",
     f"lmms_spatial/data/demo/{NAME}.py",
     f"lmms_spatial/data/registry/{NAME}.py",
+    f"lmms_spatial/reports/layouts/{NAME}.py",
     f"tests/metrics/test_{NAME}.py",
     f"tests/scripts/test_convert_{NAME}.py",
     f"tests/e2e/test_{NAME}_cli.py",
@@ -62,11 +63,20 @@ def test_the_template_renders_every_file_of_a_benchmark():
         assert "${" not in text and "__name__/" not in text
 
 
+TRICKY_TITLES = [
+    "Zed's Bench",
+    'What\'sUp "quoted" \\ é',
+    '"' * 30,
+    "\\" * 30,
+    "Quite-Long Title (v2.0), Mk 1.5 abcdefgh",
+]
+
+
 @pytest.mark.parametrize(
     ("name", "title"),
-    [("ab", None), ("a_very_long_benchmark_key_123456", "Quite-Long Title (v2.0), Mk 1.5 abcdefgh")],
+    [("ab", None), *(("a_very_long_benchmark_key_123456", t) for t in TRICKY_TITLES)],
 )
-def test_generated_code_is_ruff_clean_for_short_and_long_names(tmp_path, name, title):
+def test_generated_code_is_ruff_clean_for_short_and_long_names_and_any_title(tmp_path, name, title):
     ruff = _ruff()
     if ruff is None:
         pytest.skip("ruff is not installed (pip install -e '.[test]')")
@@ -105,11 +115,41 @@ def _lmms_eval_ships_task_yamls() -> bool:
     return any(Path(lmms_eval.tasks.__file__).parent.glob("*/*.yaml"))
 
 
-def test_bad_titles_and_hub_ids_are_refused():
-    with pytest.raises(ScaffoldError, match="title"):
-        render(NAME, title='Bench "quoted"')
+@pytest.mark.parametrize("title", TRICKY_TITLES)
+def test_any_title_is_quoted_where_it_appears(title):
+    import ast
+
+    import yaml
+
+    files = render(NAME, title=title)
+    layout = ast.parse(files[f"lmms_spatial/reports/layouts/{NAME}.py"])
+    assigned = {n.targets[0].id: n.value for n in layout.body if isinstance(n, ast.Assign)}
+    assert ast.literal_eval(assigned["TITLE"]) == title
+    for rel in (f"metrics/{NAME}.py", f"lmms_spatial/data/registry/{NAME}.py", f"tasks/{NAME}/adapter.py"):
+        assert ast.get_docstring(ast.parse(files[rel])).startswith(title), rel
+    front = yaml.safe_load(files[f"hub_cards/{NAME}/README.md"].split("---\n")[1])
+    assert front["pretty_name"] == f"{title} (normalised layout read by lmms-spatial)"
+
+
+@pytest.mark.parametrize(
+    ("title", "why"),
+    [("two\nlines", "one line"), (" padded", "no leading"), ("x" * 41, "at most 40"), ('"' * 31, "count twice")],
+)
+def test_unusable_titles_and_hub_ids_are_refused(title, why):
+    with pytest.raises(ScaffoldError, match=why):
+        render(NAME, title=title)
     with pytest.raises(ScaffoldError, match="hub id"):
         render(NAME, hub_id="no-slash")
+
+
+def test_the_scaffold_names_its_converter_and_its_card_is_what_lmms_spatial_card_writes(tmp_path):
+    from lmms_spatial.data.cards import read_card, render_card
+
+    files = render(NAME, title="Zed's Bench")
+    assert f'converter="{NAME}",' in files[f"lmms_spatial/data/registry/{NAME}.py"]
+    card = tmp_path / "README.md"
+    card.write_text(files[f"hub_cards/{NAME}/README.md"])
+    assert render_card(read_card(card)) == card.read_text()  # `lmms-spatial card` would change no byte
 
 
 def test_scaffold_writes_the_files_and_never_overwrites(tmp_path):
@@ -187,14 +227,32 @@ def test_a_scaffolded_benchmark_passes_the_contract_and_its_own_tests_in_a_copy_
         "True",
     ]
 
+    # nothing but the new benchmark's own files was written
+    changed = sorted(
+        rel
+        for rel in (p.relative_to(copy).as_posix() for p in copy.rglob("*") if p.is_file())
+        if rel not in EXPECTED_FILES
+        and (not (REPO / rel).is_file() or (REPO / rel).read_bytes() != (copy / rel).read_bytes())
+    )
+    assert changed == []
+
+    # the card already declares features()
+    card = subprocess.run([sys.executable, "-m", "lmms_spatial.cli", "card", NAME, "--check"], env=env,
+                          capture_output=True, text=True, cwd=copy, timeout=120)  # fmt: skip
+    assert card.returncode == 0, card.stderr
+
+    # the contract tests of the new benchmark (-k: only its own) and its generated tests
     tests = [
         "tests/test_contract.py",
         f"tests/metrics/test_{NAME}.py",
         f"tests/scripts/test_convert_{NAME}.py",
         f"tests/e2e/test_{NAME}_cli.py",
     ]
-    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", *tests]
+    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "0", "-k", NAME, *tests]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=copy, timeout=600)
     print(run.stdout[-3000:])
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
+    # its demo alone (lmms-spatial demo --tasks <its task>) exited 0 with its report, among its contract tests
+    assert f"test_the_demo_of_the_benchmark_alone_exits_0_with_its_report[{NAME}] PASSED" in run.stdout
+    assert "[mmsi]" not in run.stdout  # -k selected the new benchmark's contract tests only

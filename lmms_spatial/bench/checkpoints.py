@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.models.qwen2_5_vl_architecture import QWEN2_5_VL_7B  # one copy, with the model code
+
 # Tokens the Qwen2.5-VL chat template, processor and model config refer to by name. The order is
 # the order of the ids after the byte-level vocabulary (the real model has them at 151643...).
 QWEN_SPECIAL_TOKENS: tuple[str, ...] = (
@@ -69,35 +71,6 @@ _CORPUS: tuple[str, ...] = (
 # Small enough that two 192x128 images become a handful of patches (the processor rescales to this range).
 TINY_MIN_PIXELS = 4 * 28 * 28
 TINY_MAX_PIXELS = 16 * 28 * 28
-
-# Qwen2.5-VL-7B-Instruct's config.json (text and vision parts), less the vocabulary (ours is tiny:
-# it only changes the embedding table and head, which the compute floor leaves out).
-QWEN2_5_VL_7B: dict[str, dict[str, Any]] = {
-    "text_config": {
-        "hidden_size": 3584,
-        "intermediate_size": 18944,
-        "num_hidden_layers": 28,
-        "num_attention_heads": 28,
-        "num_key_value_heads": 4,
-        "max_position_embeddings": 128000,
-        "max_window_layers": 28,
-        "rms_norm_eps": 1e-6,
-        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
-    },
-    "vision_config": {
-        "depth": 32,
-        "hidden_size": 1280,
-        "intermediate_size": 3420,
-        "num_heads": 16,
-        "in_channels": 3,
-        "patch_size": 14,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "window_size": 112,
-        "out_hidden_size": 3584,
-        "fullatt_block_indexes": [7, 15, 23, 31],
-    },
-}
 
 # The real architecture at toy size (2 text layers of width 64, a 2-block vision tower with patch 14
 # and 2x2 merging, window + full attention), so lmms-eval's ``qwen2_5_vl`` runs its unmodified path.

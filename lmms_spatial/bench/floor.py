@@ -18,13 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+# lmms-eval 0.7.3's ``qwen2_5_vl`` pixel bounds: one copy, with the model code (re-exported for the bench)
+from lmms_spatial.models.qwen2_5_vl_architecture import LMMS_EVAL_MAX_PIXELS, LMMS_EVAL_MIN_PIXELS  # noqa: F401
+
 # bf16 dense matrix rate used for the floor unless told otherwise (TFLOP/s): the rate issue 18's
 # figures were computed with, so ratios stay comparable between runs and machines.
 DEFAULT_PEAK_TFLOPS = 790.0
-
-# lmms-eval 0.7.3's ``qwen2_5_vl`` model arguments min_pixels / max_pixels (its defaults)
-LMMS_EVAL_MIN_PIXELS = 256 * 28 * 28
-LMMS_EVAL_MAX_PIXELS = 1605632
 
 
 @dataclass(frozen=True)

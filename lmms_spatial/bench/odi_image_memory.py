@@ -48,7 +48,7 @@ def build(out_dir: Path, width: int, height: int, fmt: str) -> Path:
     import datasets
 
     from lmms_spatial.data.demo.erp import draw_object, draw_sign, erp_canvas
-    from lmms_spatial.data.schemas import ODI_FEATURES
+    from lmms_spatial.data.registry.odi_bench import features
 
     image, draw = erp_canvas(width, height)
     size = height / 14
@@ -69,7 +69,7 @@ def build(out_dir: Path, width: int, height: int, fmt: str) -> Path:
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"
-    datasets.Dataset.from_dict(row, features=ODI_FEATURES).to_parquet(str(path))
+    datasets.Dataset.from_dict(row, features=features()).to_parquet(str(path))
     return path
 
 

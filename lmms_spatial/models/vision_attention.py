@@ -44,8 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lmms_spatial.bench.checkpoints import QWEN2_5_VL_7B
-from lmms_spatial.bench.floor import LMMS_EVAL_MAX_PIXELS, LMMS_EVAL_MIN_PIXELS
+from lmms_spatial.models.qwen2_5_vl_architecture import LMMS_EVAL_MAX_PIXELS, LMMS_EVAL_MIN_PIXELS, QWEN2_5_VL_7B
 
 MODES = ("grouped", "padded")
 #: Upper bound on attention scores (windows x heads x len x len) per call. Only the math fallback kernel
@@ -426,7 +425,7 @@ def batched_vision_attention(model: nn.Module, mode: str = "grouped") -> Iterato
 
 #: Qwen2.5-VL-7B-Instruct's vision_config: transformers' Qwen2_5_VLVisionConfig defaults except hidden_size
 #: (the default there is 3584; the released 7B tower is 1280 wide with a 5120 -> 3584 merger). One copy, with
-#: the text part, in lmms_spatial.bench.checkpoints; lmms-eval 0.7.3's ``qwen2_5_vl`` pixel bounds likewise.
+#: the text part, in lmms_spatial.models.qwen2_5_vl_architecture; lmms-eval 0.7.3's pixel bounds likewise.
 QWEN2_5_VL_7B_VISION = QWEN2_5_VL_7B["vision_config"]
 
 

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lmms_spatial.reports.tables import Row, Table
 
 MAX_REFERENCES = 4  # reference rows in a bar chart: the best ones by the headline column, plus Random
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """One column against another (rows present in both tables), as a benchmark's report module declares it."""
+
+    name: str  # the PNG's file name, without .png
+    x: tuple[str, str]  # (table key, column key)
+    y: tuple[str, str]
+    title: str
+    xlabel: str
+    ylabel: str
+    diagonal: bool = False  # draw y = x
 
 
 def _plt():
@@ -132,27 +146,17 @@ def xy_points(tx: Table, kx: str, ty: Table, ky: str) -> list[tuple[str, str, fl
     return out
 
 
-def make_plots(tables: Sequence[Table], out: Path) -> list[Path]:
-    """Every plot the tables allow, written under ``out``; the paths written."""
+def make_plots(tables: Sequence[Table], out: Path, scatters: Sequence[Scatter] = ()) -> list[Path]:
+    """A bar chart per table with published rows, and each of ``scatters`` whose tables are there,
+    written under ``out``; the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     by_key = {t.key: t for t in tables}
     written = []
     for t in tables:
         if any(r.kind == "reference" for r in t.rows):
             written.append(bar_chart(t, out / f"{t.key}_bars.png"))
-    if "odi_bench_close" in by_key and "odi_bench_open" in by_key:
-        pts = xy_points(by_key["odi_bench_close"], "Overall", by_key["odi_bench_open"], "Overall")
-        written.append(scatter(pts, out / "odi_bench_close_vs_open.png", "ODI-Bench: close vs open-ended (Overall)",
-                               "close-ended Overall (%)", "open-ended Overall (%)", diagonal=True))  # fmt: skip
-    if "mmperspective" in by_key:
-        t = by_key["mmperspective"]
-        pts = xy_points(t, "Overall", t, "Graded")
-        written.append(scatter(pts, out / "mmperspective_accuracy_vs_robustness.png",
-                               "MMPerspective: accuracy vs robustness", "Overall accuracy (%)",
-                               "Graded robustness (%)", diagonal=False))  # fmt: skip
-    if "dori_structured" in by_key:
-        t = by_key["dori_structured"]
-        pts = xy_points(t, "avg_coarse", t, "avg_granular")
-        written.append(scatter(pts, out / "dori_coarse_vs_granular.png", "DORI: coarse vs granular (Avg.)",
-                               "coarse Avg. (%)", "granular Avg. (%)", diagonal=True))  # fmt: skip
+    for plot in scatters:
+        if plot.x[0] in by_key and plot.y[0] in by_key:
+            pts = xy_points(by_key[plot.x[0]], plot.x[1], by_key[plot.y[0]], plot.y[1])
+            written.append(scatter(pts, out / f"{plot.name}.png", plot.title, plot.xlabel, plot.ylabel, plot.diagonal))
     return [p for p in written if p is not None]

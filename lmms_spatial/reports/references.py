@@ -13,8 +13,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-BENCHMARKS = ("odi_bench", "dori", "mmperspective", "osr_bench", "mmsi")
-
 
 @cache
 def load(benchmark: str) -> dict[str, Any]:

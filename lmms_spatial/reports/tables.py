@@ -23,20 +23,14 @@ import math
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from lmms_spatial import run_options
-from lmms_spatial.metrics import mmperspective as mmp
-from lmms_spatial.metrics import odi_bench as odi
-from lmms_spatial.metrics.dori import GRANULARITIES, seed_summary
-from lmms_spatial.metrics.dori import TASKS as DORI_TASKS
-from lmms_spatial.metrics.mmsi import CATEGORIES as MMSI_CATEGORIES
+from lmms_spatial.metrics.dori import seed_summary
 from lmms_spatial.plugin.empty_tasks import DOCUMENTS_KEY, NO_DOCUMENTS
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import references
-from lmms_spatial.reports.citations import CITATIONS
 from lmms_spatial.reports.runs import Run, group_by_label
 
 ITERATIONS = 500
@@ -231,7 +225,10 @@ def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bo
     ref = references.table(layout.benchmark, layout.reference) if layout.reference else None
     ref_file = references.load(layout.benchmark) if ref else None
     scale = float(ref["scale"]) if ref else 100.0
-    cited = CITATIONS[layout.benchmark].text() if layout.benchmark in CITATIONS else ""
+    from lmms_spatial.reports.layouts import citations
+
+    citation = citations().get(layout.benchmark)
+    cited = citation.text() if citation is not None else ""
     source = f"{ref_file['paper']} {ref['table']}: {cited}" if ref else (cited or "no published rows")
     table = Table(layout.key, layout.title, source, [c.header for c in layout.columns], columns=list(layout.columns))
     table.digits = layout.digits
@@ -296,167 +293,11 @@ def _role_cell(column: Column, run: Run, role: str, factor: float) -> Cell:
     return Cell(None if v is None else v * factor)
 
 
-# ---------------------------------------------------------------------------------------
-# the papers' layouts
-# ---------------------------------------------------------------------------------------
-
-
-def _odi_layout(setting: str) -> Layout:
-    metric = "judge_score" if setting == "open" else "accuracy"
-    extra = {"chance": None, "unparsed": None} if setting == "open" else {}
-    leaves = {t: Leaf(f"odi_bench_{setting}_{t}", metric, **extra) for t in odi.TASKS}
-    columns = [
-        Column("Overall", "Overall", Pooled(tuple(leaves.values()))),
-        Column("General", "General", Pooled(tuple(leaves[t] for t in odi.GENERAL_TASKS))),
-        Column("Spatial", "Spatial", Pooled(tuple(leaves[t] for t in odi.SPATIAL_TASKS))),
-        *(Column(odi.ABBREVIATIONS[t], odi.ABBREVIATIONS[t], leaves[t]) for t in odi.TASKS),
-    ]
-    ref = {"close": "table2_close", "open": "table3_open"}.get(setting)
-    number = {"close": "Table 2", "open": "Table 3"}.get(setting, "Table 2 layout")
-    notes = ["Overall, General, Spatial: means over questions, as the paper's (Table 2 prints no General / Spatial)"]
-    if setting == "open":
-        notes.append("open-ended: judge score (0 / 0.5 / 1); judge failures are left out of every mean")
-    return Layout(f"odi_bench_{setting}", "odi_bench", f"ODI-Bench {number}: {setting} setting", tuple(columns), ref,
-                  notes=tuple(notes), digits=2)  # fmt: skip
-
-
-def _dori_layout(prompt: str) -> Layout:
-    prefix = "dori_" if prompt == "structured" else "dori_unstructured_"
-    leaves = {(t, g): Leaf(f"{prefix}{t}_{g}", "accuracy") for t in DORI_TASKS for g in GRANULARITIES}
-    columns = [
-        Column(f"{t}_{g}", f"{_DORI_SHORT[t]} {g[0].upper()}", leaves[t, g]) for t in DORI_TASKS for g in GRANULARITIES
-    ]
-    columns += [
-        Column(f"avg_{g}", f"Avg. {g[0].upper()}", Mean(tuple(leaves[t, g] for t in DORI_TASKS))) for g in GRANULARITIES
-    ]
-
-    def soft(column: Column) -> Spec | None:
-        spec = column.spec
-        if isinstance(spec, Leaf) and spec.task.endswith("_granular"):
-            return Leaf(spec.task, "soft_accuracy", score_field="soft_score")
-        if isinstance(spec, Mean) and column.key == "avg_granular":
-            return Mean(tuple(Leaf(p.task, "soft_accuracy", score_field="soft_score") for p in spec.parts))
-        return None
-
-    number = "Table 2" if prompt == "structured" else "Table 7 layout (unstructured prompt)"
-    return Layout(
-        f"dori_{prompt}", "dori", f"DORI {number}: accuracy per question type (C coarse, G granular)", tuple(columns),
-        "table2" if prompt == "structured" else None, extra_rows=(("soft acc.", soft),),
-        notes=("soft acc.: App. L partial credit, granular question types only",),
-    )  # fmt: skip
-
-
-_DORI_SHORT = {
-    "view_parallelism": "ViewPar",
-    "directional_facing": "DirFace",
-    "single_axis_rotation": "1-axis",
-    "compound_rotation": "Compound",
-    "inter_object_direction": "InterObj",
-    "viewer_scene_direction": "ViewerScn",
-    "canonical_orientation": "Canon",
-}
-
-
-def _mmperspective_layout(prefix: str) -> Layout:
-    leaves = {t: Leaf(f"{prefix}_{t.lower()}", "accuracy") for t in mmp.TASKS}
-    robust = f"{prefix}_robust"
-    columns = [Column(t, t, leaves[t]) for t in mmp.TASKS] + [
-        Column("PAcc", "PAcc", Mean(tuple(leaves[t] for t in mmp.PERCEPTION_TASKS))),
-        Column("RAcc", "RAcc", Mean(tuple(leaves[t] for t in mmp.REASONING_TASKS))),
-        Column("Overall", "Overall", Mean(tuple(leaves.values()))),
-        Column("Graded", "Graded", Leaf(robust, "graded_robustness", chance=None)),
-        Column("Binary", "Binary", Leaf(robust, "binary_robustness", chance=None)),
-    ]
-    cot = prefix.endswith("_cot")
-    title = "MMPerspective Table 2 layout (CoT prompt)" if cot else "MMPerspective Table 1: accuracy and robustness"
-    return Layout(prefix, "mmperspective", title, tuple(columns), None if cot else "table1",
-                  notes=("PAcc / RAcc / Overall: unweighted means of the 4 / 5 / 9 task accuracies",))  # fmt: skip
-
-
-_SKILLS = ("object_counting", "relative_distance", "relative_direction")
-
-
-def _osr_layouts() -> list[Layout]:
-    def cog(task: str, metric: str, sample: str | None = None, **kw: Any) -> Leaf:
-        return Leaf(task, metric, sample_metric=sample, chance=None, **kw)
-
-    def qa(task: str, skill: str) -> Leaf:
-        return Leaf(task, skill, sample_metric="accuracy", where=("skill", skill), chance=None, unparsed=None)
-
-    std, neg = "osr_cogmap_standard", "osr_cogmap_negative"
-    t2 = (
-        Column("avg_distance", "Avg dist.", cog(std, "avg_distance", unparsed=None), scaled=False),
-        Column("precision", "Precision", cog(std, "cogmap_precision", unparsed=None)),
-        Column("recall", "Recall", cog(std, "cogmap_recall", unparsed=None)),
-        Column("f1", "F1", cog(std, "cogmap_f1")),
-    )
-    t3 = tuple(
-        Column(f"{s}{suffix}", f"{s.split('_')[1]} {label}", qa(task, s))
-        for s in _SKILLS
-        for suffix, label, task in (
-            ("_cogmap", "w/ map", "osr_qa_cogmap_standard_vanilla"),
-            ("", "w/o map", "osr_qa_standard_vanilla"),
-        )
-    )
-    t4 = (
-        Column("precision", "Precision", cog(neg, "cogmap_precision", unparsed=None)),
-        Column("recall", "Recall", cog(neg, "cogmap_recall", unparsed=None)),
-        Column("chair_s", "CHAIR_S", cog(neg, "chair_s", unparsed=None)),
-        Column("chair_i", "CHAIR_I", cog(neg, "chair_i", unparsed=None)),
-        Column("chair_instance", "CHAIR_ins", cog(neg, "chair_instance", unparsed=None)),
-        *(Column(s, s.replace("_", " "), qa("osr_qa_negative_vanilla", s)) for s in _SKILLS),
-    )
-    t5 = (Column("format_success_rate", "Success rate (%)", cog(std, "format_success_rate", unparsed=None)),)
-    return [
-        Layout("osr_table2", "osr_bench", "OSR-Bench Table 2: cognitive map generation", t2, "table2", digits=3),
-        Layout("osr_table3", "osr_bench", "OSR-Bench Table 3: QA with / without the map", t3, "table3", digits=3,
-               notes=("QA in the vanilla (non-think) prompt; counting scores partial credit",)),
-        Layout("osr_table4", "osr_bench", "OSR-Bench Table 4: negative sampling", t4, "table4", digits=3,
-               notes=("map metrics from osr_cogmap_negative, QA from osr_qa_negative_vanilla",)),
-        Layout("osr_table5", "osr_bench", "OSR-Bench Table 5: well-formatted cognitive maps", t5, "table5", digits=2),
-    ]  # fmt: skip
-
-
-_MMSI_SHORT = {
-    "Positional Relationship (Cam.–Cam.)": "Cam–Cam",
-    "Positional Relationship (Cam.–Obj.)": "Cam–Obj",
-    "Positional Relationship (Cam.–Reg.)": "Cam–Reg",
-    "Positional Relationship (Obj.–Obj.)": "Obj–Obj",
-    "Positional Relationship (Obj.–Reg.)": "Obj–Reg",
-    "Positional Relationship (Reg.–Reg.)": "Reg–Reg",
-    "Attribute (Meas.)": "Meas.",
-    "Attribute (Appr.)": "Appr.",
-    "Motion (Cam.)": "Mot. Cam",
-    "Motion (Obj.)": "Mot. Obj",
-    "MSR": "MSR",
-}
-
-
-def _mmsi_layout() -> Layout:
-    def cat(c: str) -> Leaf:
-        return Leaf("mmsi_vanilla", c, sample_metric="accuracy", where=("category", c), unparsed=None)
-
-    columns = (
-        Column("accuracy", "Avg.", Leaf("mmsi_vanilla", "accuracy")),
-        *(Column(c, _MMSI_SHORT[c], cat(c)) for c in MMSI_CATEGORIES),
-        Column("circular", "Circular", Leaf("mmsi_circular", "circular_accuracy", chance=None, unparsed=None)),
-    )
-    return Layout("mmsi", "mmsi", "MMSI-Bench: overall, per category, circular", columns, "main",
-                  notes=("categories and Avg. from mmsi_vanilla; Circular: all four option orders right",))  # fmt: skip
-
-
 def layouts() -> list[Layout]:
-    return [
-        _odi_layout("close"),
-        _odi_layout("open"),
-        _odi_layout("cot"),
-        _dori_layout("structured"),
-        _dori_layout("unstructured"),
-        _mmperspective_layout("mmperspective"),
-        _mmperspective_layout("mmperspective_cot"),
-        *_osr_layouts(),
-        _mmsi_layout(),
-    ]
+    """Every benchmark's tables, as its own module declares them (:mod:`lmms_spatial.reports.layouts`)."""
+    from lmms_spatial.reports.layouts import all_layouts
+
+    return all_layouts()
 
 
 def build_tables(runs: Sequence[Run], *, seed: int = SEED, ci: bool = True) -> list[Table]:

@@ -6,12 +6,17 @@ synthetic multiple-choice fixture, the task, its metrics, hub card, converter an
 Generated code is ruff clean and passes the contract tests and its own tests as is; the
 contributor then replaces the scaffold's rules with the paper's (see CONTRIBUTING.md).
 
-Nothing shared is edited: the benchmark registers itself through its own module
-``lmms_spatial/data/registry/<key>.py`` (``BENCHMARK``: key, Hub id, environment variable),
-which ``lmms_spatial.data.registry`` discovers; it gets its demo data through
+Nothing shared is edited, and the files are those of every shipped benchmark: the benchmark
+registers itself through its own module ``lmms_spatial/data/registry/<key>.py`` (``BENCHMARK``:
+key, Hub id, environment variable, converter; ``features()``: its columns), which
+``lmms_spatial.data.registry`` discovers; it gets its demo data through
 ``lmms_spatial/data/demo/<key>.py`` (``build``, ``DEMO_TASKS``), which ``lmms_spatial.data.demo``
-discovers, and its converter by being in ``lmms_spatial/data/convert/<key>.py``
-(``lmms-spatial convert <key>``; ``CONVERTERS`` finds it).
+discovers, its converter by being in ``lmms_spatial/data/convert/<key>.py``
+(``lmms-spatial convert <key>``; ``CONVERTERS`` finds it), and its report tables through
+``lmms_spatial/reports/layouts/<key>.py``, which ``lmms_spatial.reports.layouts`` discovers.
+
+Titles may hold any printable characters: each template gets the title quoted for where it goes
+(a Python docstring or string literal, YAML, Markdown).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ SUFFIX = ".tmpl"
 NAME_PLACEHOLDER = "__name__"
 NAME_RULE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
 MAX_NAME = 32
-TITLE_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 .,()+-]{0,39}$")
+MAX_TITLE = 40  # characters; with quotes and backslashes escaped at most MAX_ESCAPED_TITLE in generated code
+MAX_ESCAPED_TITLE = 60  # so every generated line stays within ruff's 120 columns
 HUB_ID_RULE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -90,16 +96,51 @@ def validate_name(name: str, repo: Path) -> None:
         raise ScaffoldError(f"{name!r} is a built-in lmms-eval task or group (built-ins win): {builtin[0]}")
 
 
+def _escaped(title: str) -> str:
+    """The title inside a Python docstring: backslashes and double quotes escaped."""
+    return title.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _python_literal(text: str) -> str:
+    """A string literal of ``text`` quoted as ruff format quotes it (double quotes unless that needs more escapes)."""
+    quote = "'" if text.count('"') > text.count("'") else '"'
+    return quote + text.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
+
+
+def check_title(title: str) -> None:
+    """Any one line of printable text (quotes, apostrophes, backslashes, non-ASCII letters), kept short."""
+    if not title.strip() or title != title.strip() or not title.isprintable():
+        raise ScaffoldError(f"title {title!r}: one line of printable text, no leading or trailing space")
+    if len(title) > MAX_TITLE or len(_escaped(title)) > MAX_ESCAPED_TITLE:
+        raise ScaffoldError(
+            f"title {title!r}: at most {MAX_TITLE} characters (double quotes and backslashes count twice, "
+            f"at most {MAX_ESCAPED_TITLE} in all)"
+        )
+
+
+def title_values(title: str) -> dict[str, str]:
+    """The title as each kind of template needs it: quoted where a quote or backslash would break the file."""
+    from lmms_spatial.data.cards import dump_yaml
+
+    pretty = f"{title} (normalised layout read by lmms-spatial)"
+    return {
+        "title": title,  # YAML comments, Markdown text
+        "title_doc": _escaped(title),  # inside a Python docstring
+        "title_py": _python_literal(title),  # a Python string literal
+        # the card's line exactly as `lmms-spatial card` rewrites the front matter (yaml.safe_dump)
+        "pretty_name_line": dump_yaml({"pretty_name": pretty}).rstrip("\n"),
+    }
+
+
 def render(name: str, title: str | None = None, hub_id: str = "") -> dict[str, str]:
     """{repository-relative path: file text} for benchmark ``name``."""
-    title = title or " ".join(part.capitalize() for part in name.split("_"))
-    if not TITLE_RULE.match(title):
-        raise ScaffoldError(f"title {title!r}: at most 40 letters, digits, spaces and .,()+-")
+    title = title if title is not None else " ".join(part.capitalize() for part in name.split("_"))
+    check_title(title)
     if hub_id and not HUB_ID_RULE.match(hub_id):
         raise ScaffoldError(f"hub id {hub_id!r}: expected 'owner/name'")
     values = {
         "name": name,
-        "title": title,
+        **title_values(title),
         "env_var": env_var(name),
         "hub_id": hub_id,
         "hub_rst": f"Hub ``{hub_id}``" if hub_id else "no Hub copy yet",
@@ -146,13 +187,18 @@ def tree(paths: list[Path], root: Path) -> str:
 
 NEXT_STEPS = """\
 Next (CONTRIBUTING.md walks through each step):
-  1. pytest tests/test_contract.py tests/metrics/test_{name}.py tests/scripts/test_convert_{name}.py \
-tests/e2e/test_{name}_cli.py   # green as generated
+  1. lmms-spatial demo --tasks {name}          # its demo through lmms-eval, ending with its report
+     pytest tests/test_contract.py -k {name} -m "not slow" -n 0       # the loop: its contract checks
+     pytest tests/test_contract.py tests/metrics/test_{name}.py tests/scripts/test_convert_{name}.py \
+tests/e2e/test_{name}_cli.py -k {name}   # green as generated
   2. metrics/{name}.py: the paper's prompt, categories and extraction strategy
-  3. lmms_spatial/data/demo/{name}.py + hub_cards/{name}/README.md: the real columns, a fixture like the data
-  4. lmms_spatial/data/convert/{name}.py: the official release -> that layout (`lmms-spatial convert {name}`;
-     with hub_is_normalised=False, converter="{name}" in BENCHMARK the tasks convert the Hub release themselves)
-  5. tests: replace the hand-computed values as the rules change; README task table and data table
+  3. lmms_spatial/data/registry/{name}.py: the real columns in features(), the Hub id; then
+     `lmms-spatial card {name}` writes them into hub_cards/{name}/README.md
+  4. lmms_spatial/data/demo/{name}.py: a fixture like the data (`lmms-spatial fixture {name}` builds it
+     in a folder for the real CLI); lmms_spatial/data/convert/{name}.py: the official release -> that layout
+  5. lmms_spatial/reports/layouts/{name}.py: the paper's table, CITATION, published rows
+  6. tests: replace the hand-computed values as the rules change; docs/faithfulness.md, CHANGELOG.md,
+     README task table and data table
   Data: export {env_var}=/path/to/converted  (the Hub id lives in lmms_spatial/data/registry/{name}.py)"""
 
 

@@ -1,4 +1,6 @@
-"""The normalised MMPerspective layout (SPEC §4, ``hub_cards/mmperspective/README.md``).
+"""Row checks of the normalised MMPerspective layout (SPEC §4, ``hub_cards/mmperspective/README.md``).
+
+Its ``datasets`` features are declared once, in ``lmms_spatial/data/registry/mmperspective.py``.
 
 One parquet split ``test``; one row per question:
 
@@ -21,29 +23,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lmms_spatial.data.images import BadDocumentError
+from lmms_spatial.data.registry.mmperspective import features  # the one schema source
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.metrics.mmperspective import ORIGINAL, PERTURBATIONS, TASKS, normalise_perturbation, normalise_task
-
-TEXT_COLUMNS = ("id", "task", "question", "options", "answer", "robust_group", "perturbation")
-COLUMNS = ("id", "images", "task", "question", "options", "answer", "robust_group", "perturbation")
-
-
-def features():
-    """``datasets.Features`` of the layout (images as ``Image()`` so the Hub viewer shows them)."""
-    import datasets
-
-    return datasets.Features(
-        {
-            "id": datasets.Value("string"),
-            "images": datasets.Sequence(datasets.Image()),
-            "task": datasets.Value("string"),
-            "question": datasets.Value("string"),
-            "options": datasets.Sequence(datasets.Value("string")),
-            "answer": datasets.Value("string"),
-            "robust_group": datasets.Value("string"),
-            "perturbation": datasets.Value("string"),
-        }
-    )
 
 
 def is_robust(group: Any) -> bool:
@@ -101,9 +83,10 @@ def check_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
 
 def check_dataset(dataset) -> dict[str, list[str]]:
     """:func:`check_rows` on a ``datasets.Dataset`` without decoding any image."""
-    missing = [c for c in COLUMNS if c not in dataset.column_names]
+    columns = list(features())
+    missing = [c for c in columns if c not in dataset.column_names]
     if missing:
         has_id = len(dataset) and "id" in dataset.column_names
         first = dataset.select_columns(["id"])[0]["id"] if has_id else "<every row>"
         raise BadDocumentError(first, ",".join(missing), "column missing from the dataset")
-    return check_rows(dataset.select_columns(list(TEXT_COLUMNS)).to_list())
+    return check_rows(dataset.select_columns([c for c in columns if c != "images"]).to_list())

@@ -1,4 +1,4 @@
-"""``lmms-spatial convert`` finds a new benchmark's converter by its file name; nothing shared is edited."""
+"""``lmms-spatial convert`` finds every converter by its file name; nothing shared is edited."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ import sys
 import lmms_spatial.data.convert as convert
 
 
-def test_the_shipped_converters_are_registered_with_what_they_expect():
+def test_the_shipped_converters_are_found_by_file_name_and_say_what_they_expect():
     assert sorted(convert.CONVERTERS) == ["dori", "mmperspective", "odi_bench", "osr_bench"]
-    assert all(expected for _module, expected in convert.CONVERTERS.values())
+    for key in convert.CONVERTERS:
+        assert convert.CONVERTERS[key] == f"lmms_spatial.data.convert.{key}"
+        assert isinstance(convert.module(key).EXPECTED, str) and convert.module(key).EXPECTED
 
 
 def test_a_module_beside_them_is_a_converter_named_by_its_file_and_helpers_are_not(tmp_path):
     (tmp_path / "zz_orient.py").write_text("")
     (tmp_path / "_helper.py").write_text("")
-    (tmp_path / "dori.py").write_text("")  # a listed key keeps its listed module
-    assert convert.discovered([str(tmp_path)]) == {"zz_orient": ("lmms_spatial.data.convert.zz_orient", "")}
+    assert convert.discovered([str(tmp_path)]) == {"zz_orient": "lmms_spatial.data.convert.zz_orient"}
 
 
 def test_a_discovered_converter_is_imported_by_its_key(tmp_path, monkeypatch):

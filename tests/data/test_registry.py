@@ -33,7 +33,8 @@ def test_sources_reads_the_registry_s_benchmarks():
     from lmms_spatial.data.sources import BENCHMARKS
 
     assert BENCHMARKS is registry.BENCHMARKS
-    assert list(BENCHMARKS)[:5] == ["mmsi", "dori", "mmperspective", "odi_bench", "osr_bench"]
+    assert {"mmsi", "dori", "mmperspective", "odi_bench", "osr_bench"} <= set(BENCHMARKS)
+    assert list(BENCHMARKS) == sorted(BENCHMARKS)  # module-name order
     assert BENCHMARKS["osr_bench"].revision_var == "LMMS_SPATIAL_OSR_REVISION"
 
 
@@ -61,9 +62,9 @@ def test_a_module_in_the_registry_declares_its_benchmark(declarations):
         BENCHMARK = Benchmark("zz_orient", "someone/Orient", "LMMS_SPATIAL_ZZ_ORIENT_PATH")
         """,
     )
-    assert registry._declared() == {
-        "zz_orient": Benchmark("zz_orient", "someone/Orient", "LMMS_SPATIAL_ZZ_ORIENT_PATH")
-    }
+    declared = registry._declared()
+    assert declared["zz_orient"] == Benchmark("zz_orient", "someone/Orient", "LMMS_SPATIAL_ZZ_ORIENT_PATH")
+    assert list(declared) == sorted(registry.BENCHMARKS.keys() | {"zz_orient"})  # found beside the shipped ones
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,30 @@ def test_a_bad_declaration_names_its_file_and_the_fix(declarations, body, error,
         registry._declared()
 
 
-def test_a_declaration_cannot_take_a_shipped_key(declarations):
-    declarations("mmsi", "from lmms_spatial.data.benchmark import Benchmark\nBENCHMARK = Benchmark('mmsi', '', 'V')\n")
-    with pytest.raises(ValueError, match="'mmsi' is a shipped benchmark"):
-        registry._declared()
+def test_the_shipped_benchmarks_are_declared_in_their_own_modules_like_a_new_one():
+    import lmms_spatial.data.registry.mmsi as mmsi
+    import lmms_spatial.data.registry.osr_bench as osr
+
+    assert registry.BENCHMARKS["mmsi"] is mmsi.BENCHMARK
+    assert registry.MMSI_REVISION == mmsi.BENCHMARK.revision == "ec7c92bfaf7728fcca1d61e3e224e190af309436"
+    assert osr.BENCHMARK.allow_patterns == ("qa.csv", "qa_with_negative.csv", "data/*/rgb.png", "README.md")
+    assert (registry.BENCHMARKS["dori"].converter, registry.BENCHMARKS["dori"].hub_is_normalised) == ("dori", False)
+
+
+def test_features_come_from_the_benchmark_s_module_and_a_missing_one_names_the_fix(declarations, monkeypatch):
+    assert list(registry.features("odi_bench")) == ["id", "image", "task", "question", "options", "answer",
+                                                    "answer_text"]  # fmt: skip
+    declarations(
+        "zz_plain", "from lmms_spatial.data.benchmark import Benchmark\nBENCHMARK = Benchmark('zz_plain', '', 'V')\n"
+    )
+    monkeypatch.setattr(registry, "BENCHMARKS", {**registry.BENCHMARKS, **registry._declared()})
+    with pytest.raises(TypeError, match=r"registry/zz_plain\.py must define features\(\)"):
+        registry.features("zz_plain")
+    with pytest.raises(KeyError, match="not a benchmark"):
+        registry.features("zz_nowhere")
+
+
+def test_mmsi_s_schema_keeps_the_release_s_descriptive_columns():
+    columns = list(registry.features("mmsi"))
+    assert columns[:6] == ["id", "images", "question_type", "question", "answer", "thought"]
+    assert {"mean_normed_duration_seconds", "difficulty"} <= set(columns)

@@ -11,7 +11,8 @@ from lmms_spatial.cli import main as lmms_spatial
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
 from lmms_spatial.reports.dori import build_report
 
-pytestmark = pytest.mark.slow
+# the module's tests share one seeded run: one xdist worker runs them all
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dori_cli")]
 
 # (task, granularity) -> what the replayed model says for the question type's second item:
 # an option text (a wrong answer chosen on purpose) or None (an unparseable reply).
@@ -90,11 +91,18 @@ def test_replayed_answers_give_table_2_soft_accuracy_and_the_error_report(lmms_e
     assert "Table 2 layout" in printed and "rotational_symmetry_confusion" in printed
 
 
-def test_seeded_run_shuffles_options_and_keeps_answers_attached(lmms_eval, dori_docs):
-    run = lmms_eval(
-        "--model", "random_choice", "--model_args", "seed=0", "--tasks", "dori_unstructured",
-        env={"LMMS_SPATIAL_DORI_SEED": "42"},
-    )  # fmt: skip
+@pytest.fixture(scope="module")
+def seeded_run(offline_env, tmp_path_factory):
+    """``random_choice seed=0`` on the ``dori_unstructured`` group with option seed 42, run once."""
+    from conftest import run_lmms_eval
+
+    args = ["--model", "random_choice", "--model_args", "seed=0", "--tasks", "dori_unstructured"]
+    out = tmp_path_factory.mktemp("dori_seeded") / "run"
+    return run_lmms_eval(args, {**offline_env, "LMMS_SPATIAL_DORI_SEED": "42"}, out)
+
+
+def test_seeded_run_shuffles_options_and_keeps_answers_attached(seeded_run, dori_docs):
+    run = seeded_run
     assert 0.0 <= run.metric("dori_unstructured", "accuracy") <= 1.0
     original = {d["id"]: d for docs in dori_docs.values() for d in docs}
     shuffled_any = False
@@ -109,15 +117,15 @@ def test_seeded_run_shuffles_options_and_keeps_answers_attached(lmms_eval, dori_
     assert shuffled_any
 
 
-def test_replay_restores_the_option_seed_the_answers_were_generated_with(lmms_eval):
+def test_replay_restores_the_option_seed_the_answers_were_generated_with(lmms_eval, seeded_run):
     tasks = "dori_unstructured_view_parallelism_granular,dori_unstructured_compound_rotation_coarse"
-    seeded = lmms_eval("--model", "random_choice", "--model_args", "seed=3", "--tasks", tasks,
-                       env={"LMMS_SPATIAL_DORI_SEED": "42"})  # fmt: skip
+    seeded = seeded_run  # the option seed 42 run of the whole group; two of its tasks are replayed
 
     # no seed in the environment: replay reads it from the samples and scores the same letters
     replayed = lmms_eval("--model", "replay", "--model_args", f"samples={seeded.out}", "--tasks", tasks)
-    for task, samples in seeded.samples.items():
-        assert [s["accuracy"] for s in replayed.samples[task]] == [s["accuracy"] for s in samples]
+    assert set(replayed.samples) == set(tasks.split(","))
+    for task in tasks.split(","):
+        assert [s["accuracy"] for s in replayed.samples[task]] == [s["accuracy"] for s in seeded.samples[task]]
         assert replayed.samples[task][0]["accuracy"]["run_options"] == {"LMMS_SPATIAL_DORI_SEED": "42"}
     assert "LMMS_SPATIAL_DORI_SEED=42 restored" in replayed.stdout + replayed.stderr
 

@@ -16,18 +16,13 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 LIMIT = 4
 MODEL_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=12544,attn_implementation=sdpa"
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    if str(TESTS_DIR) not in sys.path:
-        sys.path.insert(0, str(TESTS_DIR))
-    from tiny_models import build_tiny_qwen2_5_vl
-
-    return build_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny") / "tiny-qwen2.5-vl")
+def checkpoint(tiny_qwen2_5_vl) -> Path:
+    return tiny_qwen2_5_vl  # built once per test run (tests/conftest.py)
 
 
 def _run(lmms_eval, model: str, checkpoint: Path, batch_size: int, extra: str = ""):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from pathlib import Path
 
 import datasets
@@ -14,8 +13,6 @@ from lmms_spatial.judge.testing import FakeJudgeServer, osr_reply
 from lmms_spatial.metrics.osr_bench import grid_positions
 
 pytestmark = pytest.mark.slow
-
-TESTS_DIR = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -120,12 +117,8 @@ def test_every_osr_task_runs_with_random_guesses(lmms_eval):
     assert run.samples["osr_qa_cogmap_standard_vanilla"][0]["accuracy"]["stage_outputs"] == {"osr_cogmap": None}
 
 
-def test_staged_qwen_makes_one_map_per_image_and_reuses_it_for_every_question(lmms_eval, tmp_path):
-    if str(TESTS_DIR) not in sys.path:
-        sys.path.insert(0, str(TESTS_DIR))
-    from tiny_models import build_tiny_qwen2_5_vl
-
-    checkpoint = build_tiny_qwen2_5_vl(tmp_path / "tiny-qwen2.5-vl")
+def test_staged_qwen_makes_one_map_per_image_and_reuses_it_for_every_question(lmms_eval, tiny_qwen2_5_vl, tmp_path):
+    checkpoint = tiny_qwen2_5_vl
     cache = tmp_path / "stages"
     model_args = (
         f"base=qwen2_5_vl,pretrained={checkpoint},device=cpu,device_map=cpu,min_pixels=3136,max_pixels=12544,"

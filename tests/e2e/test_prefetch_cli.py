@@ -10,14 +10,11 @@ must also say that it built documents ahead, and the other run must not prefetch
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 TASKS = ["mmsi_vanilla", "mmperspective_pts", "odi_bench_close_existence", "osr_qa_standard_vanilla"]
 LIMIT = 3
 MODEL_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=12544"  # as tests/e2e/test_tiny_qwen.py
@@ -33,12 +30,8 @@ def _answers(run) -> dict:
     return out
 
 
-def test_prefetching_on_and_off_give_identical_answers_samples_and_metrics(lmms_eval, tmp_path) -> None:
-    if str(TESTS_DIR) not in sys.path:
-        sys.path.insert(0, str(TESTS_DIR))
-    from tiny_models import build_tiny_qwen2_5_vl
-
-    checkpoint = build_tiny_qwen2_5_vl(tmp_path / "tiny-qwen2.5-vl")
+def test_prefetching_on_and_off_give_identical_answers_samples_and_metrics(lmms_eval, tiny_qwen2_5_vl, tmp_path):
+    checkpoint = tiny_qwen2_5_vl  # built once per test run (tests/conftest.py)
     args = (
         "--model", "qwen2_5_vl", "--model_args", f"pretrained={checkpoint},{MODEL_ARGS}",
         "--tasks", ",".join(TASKS), "--limit", str(LIMIT), "--batch_size", "2", "--gen_kwargs", "max_new_tokens=6",

@@ -125,12 +125,8 @@ def _load(out: Path, proc) -> tuple[dict, dict[str, list[dict]]]:
 
 
 @pytest.mark.slow
-def test_two_processes_give_exactly_the_metrics_of_one(offline_env, tmp_path):
-    if str(TESTS_DIR) not in sys.path:
-        sys.path.insert(0, str(TESTS_DIR))
-    from tiny_models import build_tiny_qwen2_5_vl
-
-    checkpoint = build_tiny_qwen2_5_vl(tmp_path / "tiny-qwen2.5-vl")
+def test_two_processes_give_exactly_the_metrics_of_one(offline_env, tiny_qwen2_5_vl, tmp_path):
+    checkpoint = tiny_qwen2_5_vl
     env = {
         **offline_env,
         "CUDA_VISIBLE_DEVICES": "",

@@ -11,14 +11,10 @@ lmms-eval exits 0 even when evaluation raises, so everything is judged from the 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 pytestmark = pytest.mark.slow
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 LIMIT = 4
 
 # device=cpu: the class defaults to device="cuda" and moves inputs with `inputs.to(self.device)`
@@ -29,13 +25,9 @@ MODEL_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=12544"
 
 
 @pytest.fixture
-def tiny_qwen_run(lmms_eval, tmp_path) -> dict:
-    """Build the checkpoint, run lmms-eval once on the MMSI fixture, return results, samples and log."""
-    if str(TESTS_DIR) not in sys.path:  # tests/ is not a package; tiny_models.py sits next to it
-        sys.path.insert(0, str(TESTS_DIR))
-    from tiny_models import build_tiny_qwen2_5_vl
-
-    checkpoint = build_tiny_qwen2_5_vl(tmp_path / "tiny-qwen2.5-vl")
+def tiny_qwen_run(lmms_eval, tiny_qwen2_5_vl, tmp_path) -> dict:
+    """Run lmms-eval once on the MMSI fixture with the tiny checkpoint; return results, samples and log."""
+    checkpoint = tiny_qwen2_5_vl  # built once per test run (tests/conftest.py)
     run = lmms_eval(
         "--model", "qwen2_5_vl",
         "--model_args", f"pretrained={checkpoint},{MODEL_ARGS}",

@@ -9,7 +9,6 @@ to ``model.generate`` are captured and compared, and so are the greedy answers.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,8 +22,6 @@ from PIL import Image
 from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.models.fast_inputs import PreparedDoc, bucket, collate, fetch_image, smart_resize, windows
 from lmms_spatial.models.fast_pipeline import Pipeline
-
-TESTS_DIR = Path(__file__).resolve().parents[1]
 
 # --- the qwen-vl-utils resize ---------------------------------------------------------------------
 
@@ -197,12 +194,8 @@ def _requests(order=None, gen=None) -> list[Instance]:
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    if str(TESTS_DIR) not in sys.path:
-        sys.path.insert(0, str(TESTS_DIR))
-    from tiny_models import build_tiny_qwen2_5_vl
-
-    return build_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny") / "tiny-qwen2.5-vl")
+def checkpoint(tiny_qwen2_5_vl) -> Path:
+    return tiny_qwen2_5_vl  # built once per test run (tests/conftest.py)
 
 
 def _capture(model) -> list[dict]:

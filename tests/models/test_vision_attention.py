@@ -90,10 +90,8 @@ def _tower_outputs(tower: torch.nn.Module, grids: list[tuple[int, int, int]], dt
 
 
 @pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory) -> Path:
-    from tiny_models import build_tiny_qwen2_5_vl
-
-    return build_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny-qwen2.5-vl"))
+def tiny_checkpoint(tiny_qwen2_5_vl) -> Path:
+    return tiny_qwen2_5_vl  # built once per test run (tests/conftest.py)
 
 
 def _load_tiny(checkpoint: Path, dtype: torch.dtype = torch.float32, **vision_overrides):

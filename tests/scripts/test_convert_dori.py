@@ -10,7 +10,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.data.schemas import DORI_FEATURES
+from lmms_spatial.data.registry.dori import features
 
 REPO = Path(__file__).resolve().parents[2]
 import lmms_spatial.data.convert.dori as convert_dori  # noqa: E402
@@ -73,7 +73,7 @@ def test_release_rows_convert_to_the_normalised_schema(release, tmp_path):
     report = convert_dori.convert(release, tmp_path / "out")
     assert (report.rows, report.written, report.rejects) == (3, 3, [])
     ds = datasets.load_dataset("parquet", data_files=str(tmp_path / "out" / "test.parquet"))["train"]
-    assert ds.features == DORI_FEATURES
+    assert ds.features == features()
     rows = {r["id"]: r for r in ds}
     vp = rows["vp-1"]
     assert (vp["task"], vp["granularity"], vp["answer"], vp["source"]) == ("view_parallelism", "granular", "A", "JTA")

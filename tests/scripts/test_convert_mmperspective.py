@@ -10,7 +10,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.tasks.mmperspective.schema import features
+from lmms_spatial.data.registry.mmperspective import features
 
 REPO = Path(__file__).resolve().parents[2]
 import lmms_spatial.data.convert.mmperspective as convert_mmperspective  # noqa: E402

@@ -10,7 +10,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.data.schemas import OSR_FEATURES
+from lmms_spatial.data.registry.osr_bench import features
 
 REPO = Path(__file__).resolve().parents[2]
 import lmms_spatial.data.convert.osr_bench as convert_osr  # noqa: E402
@@ -55,7 +55,7 @@ def test_questions_become_rows_with_their_image_map_and_pool(release, tmp_path):
     report = convert_osr.convert(release, tmp_path / "out")
     assert report.rejects == [] and report.written == {"standard": 4, "negative": 4}
     ds = datasets.load_dataset("parquet", data_files=str(tmp_path / "out" / "standard" / "*.parquet"))["train"]
-    assert ds.features == OSR_FEATURES
+    assert ds.features == features()
     row = ds[0]
     assert (row["id"], row["scene_id"], row["turn_id"], row["skill"], row["answer"]) == (
         "scene-1:1",

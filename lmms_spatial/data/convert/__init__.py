@@ -6,9 +6,10 @@ preparation calls (``lmms_spatial.data.prepare``): it runs a converter on a down
 strictly (no row skipped) and turns every way a release can disagree with the converter into
 :class:`ReleaseMismatch`, whose message says what was found and what was expected.
 
-A module added here (``lmms-spatial new-task`` writes one) is registered under its file name
-without editing this file; it states what it expects in ``EXPECTED``. Helper modules that are
-not converters start with an underscore.
+Every module here is registered under its file name (``lmms-spatial new-task`` writes one; the
+shipped benchmarks' are found the same way), so adding one edits no shared file; it states what
+it expects of a release in ``EXPECTED``. Helper modules that are not converters start with an
+underscore.
 """
 
 from __future__ import annotations
@@ -25,40 +26,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lmms_spatial.data.column_map import ColumnMap
 
-# benchmark key -> (module, what the converter expects to find in the release)
-CONVERTERS: dict[str, tuple[str, str]] = {
-    "dori": (
-        "lmms_spatial.data.convert.dori",
-        "question files (*.json, *.jsonl, *.csv, *.parquet) whose rows name a DORI task, a granularity, "
-        "options, an answer and their image paths",
-    ),
-    "odi_bench": (
-        "lmms_spatial.data.convert.odi_bench",
-        "a QAs/ folder of per-task *.jsonl / *.json files (question, image, options, answer or correct; e.g. "
-        "QAs/existence.jsonl, QAs/allocentric.jsonl) and the ERP images they name (e.g. in images_final/)",
-    ),
-    "osr_bench": (
-        "lmms_spatial.data.convert.osr_bench",
-        "qa.csv and qa_with_negative.csv (image_id, turn_id, question, answer, skills_tested) and data/<scene>/rgb.png",
-    ),
-    "mmperspective": (
-        "lmms_spatial.data.convert.mmperspective",
-        "a folder of images and a JSON / JSONL / CSV question file (no public release yet)",
-    ),
-}
 
-
-def discovered(paths: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Converters added beside the listed ones (a scaffolded benchmark's), by file name; ``EXPECTED``
-    is read from the module when needed. Modules starting with an underscore are helpers."""
+def discovered(paths: Sequence[str]) -> dict[str, str]:
+    """{benchmark key: module name} for every converter module in ``paths``, by file name (modules
+    starting with an underscore are helpers). Nothing is imported until a converter is used."""
     return {
-        info.name: (f"{__name__}.{info.name}", "")
-        for info in pkgutil.iter_modules(paths)
-        if not info.name.startswith("_") and info.name not in CONVERTERS
+        info.name: f"{__name__}.{info.name}"
+        for info in sorted(pkgutil.iter_modules(paths), key=lambda i: i.name)
+        if not info.name.startswith("_")
     }
 
 
-CONVERTERS.update(discovered(__path__))
+# benchmark key -> converter module
+CONVERTERS: dict[str, str] = discovered(__path__)
 
 
 class ReleaseMismatch(RuntimeError):
@@ -68,7 +48,7 @@ class ReleaseMismatch(RuntimeError):
 def module(key: str) -> ModuleType:
     if key not in CONVERTERS:
         raise KeyError(f"no converter for {key!r}; known: {', '.join(CONVERTERS)}")
-    return importlib.import_module(CONVERTERS[key][0])
+    return importlib.import_module(CONVERTERS[key])
 
 
 def describe_release(root: Path, limit: int = 8) -> str:
@@ -157,7 +137,7 @@ def convert_release(key: str, src: Path, out: Path, column_map: ColumnMap | None
     if rejects:
         first = str(rejects[0]).splitlines()
         detail = " ".join(line.strip() for line in first[:3])[:400]
-        expected = CONVERTERS[key][1] or getattr(mod, "EXPECTED", f"the layout {mod.__name__} describes")
+        expected = getattr(mod, "EXPECTED", f"the layout {mod.__name__} describes")
         raise ReleaseMismatch(
             f"{len(rejects)} problem(s), first: {detail}. Found: {describe_release(src)}. Expected: {expected}."
         )

@@ -53,6 +53,12 @@ from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.progress import progress
 
+# what a release must hold, in the paragraph a release that does not fit is described with
+EXPECTED = (
+    "question files (*.json, *.jsonl, *.csv, *.parquet) whose rows name a DORI task, a granularity, "
+    "options, an answer and their image paths"
+)
+
 TASK_ALIASES = {
     "q1": "view_parallelism",
     "q2": "directional_facing",
@@ -353,7 +359,7 @@ def convert(
 ) -> Report:
     import datasets
 
-    from lmms_spatial.data.schemas import DORI_FEATURES
+    from lmms_spatial.data.registry.dori import features
 
     src, out_dir = Path(src), Path(out_dir)
     files = question_files(src)
@@ -388,7 +394,7 @@ def convert(
     if not rows:
         raise SystemExit("convert_dori: no row converted")
     out_dir.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_list(rows, features=DORI_FEATURES).to_parquet(str(out_dir / "test.parquet"))
+    datasets.Dataset.from_list(rows, features=features()).to_parquet(str(out_dir / "test.parquet"))
     report.written = len(rows)
     return report
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from lmms_spatial.data.column_map import ColumnMap, add_map_argument
 from lmms_spatial.data.images import BadDocumentError
+from lmms_spatial.data.registry.mmperspective import features
 from lmms_spatial.data.safe_files import (
     UnsafeFileError,
     parse_csv,
@@ -32,7 +33,10 @@ from lmms_spatial.data.safe_files import (
 )
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.progress import progress
-from lmms_spatial.tasks.mmperspective.schema import COLUMNS, check_rows, features
+from lmms_spatial.tasks.mmperspective.schema import check_rows
+
+# what a release must hold, in the paragraph a release that does not fit is described with
+EXPECTED = "a folder of images and a JSON / JSONL / CSV question file (no public release yet)"
 
 # what a column mapping (--map) may name: the record fields read, by their layout names
 SPELLINGS: dict[str, tuple[str, ...]] = {
@@ -163,7 +167,7 @@ def convert(images_dir: Path, questions: Path, out_dir: Path, column_map: Column
         if len(row["images"]) != N_IMAGES[row["task"]]:
             problem = f"a {row['task']} question needs {N_IMAGES[row['task']]} image(s), got {len(row['images'])}"
             raise ConversionError(f"{questions}: document {row['id']!r}, field 'images': {problem}")
-    columns = {c: [r[c] for r in rows] for c in COLUMNS}
+    columns = {c: [r[c] for r in rows] for c in features()}
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"
     datasets.Dataset.from_dict(columns, features=features()).to_parquet(str(path))

@@ -58,6 +58,12 @@ from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.metrics.odi_bench import TASKS, normalise_task
 from lmms_spatial.progress import progress
 
+# what a release must hold, in the paragraph a release that does not fit is described with
+EXPECTED = (
+    "a QAs/ folder of per-task *.jsonl / *.json files (question, image, options, answer or correct; e.g. "
+    "QAs/existence.jsonl, QAs/allocentric.jsonl) and the ERP images they name (e.g. in images_final/)"
+)
+
 ID_KEYS = ("id", "qid", "question_id", "qa_id", "idx", "index")
 TASK_KEYS = ("task", "task_type", "category", "type")
 IMAGE_KEYS = (
@@ -433,9 +439,9 @@ def write_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lmms_spatial.data.schemas import ODI_FEATURES
+    from lmms_spatial.data.registry.odi_bench import features as layout
 
-    features = ODI_FEATURES
+    features = layout()
     schema = features.arrow_schema
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

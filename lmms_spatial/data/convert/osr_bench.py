@@ -35,6 +35,11 @@ from lmms_spatial.data.safe_files import UnsafeFileError, read_image_bytes, reso
 from lmms_spatial.metrics.osr_bench import GRID, SKILLS
 from lmms_spatial.progress import progress
 
+# what a release must hold, in the paragraph a release that does not fit is described with
+EXPECTED = (
+    "qa.csv and qa_with_negative.csv (image_id, turn_id, question, answer, skills_tested) and data/<scene>/rgb.png"
+)
+
 CONFIG_FILES = {"standard": "qa.csv", "negative": "qa_with_negative.csv"}
 # the release's column for each field of the layout it is read into (a column mapping, --map /
 # LMMS_SPATIAL_OSR_MAP, names another); id, scene_id, object_pool and cogmap are made by the converter
@@ -108,7 +113,7 @@ def convert_config(
 ) -> None:
     import datasets
 
-    from lmms_spatial.data.schemas import OSR_FEATURES
+    from lmms_spatial.data.registry.osr_bench import features
 
     path = src / CONFIG_FILES[config]
     if not path.is_file():
@@ -171,7 +176,7 @@ def convert_config(
     with progress(total=len(good), desc=f"convert osr_bench {config}", unit="row") as bar:
         for n, start in enumerate(range(0, len(good), shard_size)):
             shard = [{**r, "image": _image_cell(*r["image"], embed_images)} for r in good[start : start + shard_size]]
-            datasets.Dataset.from_list(shard, features=OSR_FEATURES).to_parquet(str(folder / f"test-{n:05d}.parquet"))
+            datasets.Dataset.from_list(shard, features=features()).to_parquet(str(folder / f"test-{n:05d}.parquet"))
             bar.update(len(shard))
     report.written[config] = len(good)
 

@@ -1,56 +1,34 @@
 """Small synthetic datasets in the normalised schemas, drawn by code.
 
-The same builders make the demo data (``lmms-spatial demo``) and the test fixtures, so
-both exercise the exact loading path of the real data: parquet files with ``datasets``
-features (images as ``Image()``) read by ``datasets.load_dataset`` from a local folder
-named by the benchmark's environment variable.
+The same builders make the demo data (``lmms-spatial demo``), the test fixtures and
+``lmms-spatial fixture`` (a benchmark's fixture in a folder, for the real CLI), so all
+exercise the exact loading path of the real data: parquet files with ``datasets`` features
+(images as ``Image()``) read by ``datasets.load_dataset`` from a local folder named by the
+benchmark's environment variable.
+
+Each benchmark's module ``lmms_spatial/data/demo/<key>.py`` holds its fixture builder
+``build(out_dir, n)`` and the tasks the demo runs on it (``DEMO_TASKS``); this package finds
+every such module (the five shipped benchmarks' too), so adding a benchmark edits no shared file.
+The benchmark itself (key, Hub id, environment variable, schema) is declared in
+``lmms_spatial/data/registry/<key>.py``, which this needs and never the other way round.
+Helper modules (drawing, projections) hold neither name and are skipped.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from pathlib import Path
 
-from lmms_spatial.data.demo.dori import build_dori
-from lmms_spatial.data.demo.mmperspective import DEMO_TASKS as _MMPERSPECTIVE_TASKS
-from lmms_spatial.data.demo.mmperspective import build_mmperspective
-from lmms_spatial.data.demo.mmsi import build_mmsi
-from lmms_spatial.data.demo.odi_bench import DEMO_TASKS as _ODI_BENCH_TASKS
-from lmms_spatial.data.demo.odi_bench import build_odi_bench
-from lmms_spatial.data.demo.osr_bench import DEMO_TASKS as _OSR_BENCH_TASKS
-from lmms_spatial.data.demo.osr_bench import build_osr_bench
 from lmms_spatial.data.registry import BENCHMARKS
-from lmms_spatial.metrics.dori import GRANULARITIES as _DORI_GRANULARITIES
-from lmms_spatial.metrics.dori import TASKS as _DORI_TASKS
-
-# benchmark key -> (builder(out_dir, n) -> parquet path, tasks the demo runs)
-DEMO_BENCHMARKS: dict[str, tuple[Callable[[Path, int], Path], list[str]]] = {
-    "mmsi": (build_mmsi, ["mmsi_vanilla", "mmsi_circular", "mmsi_cot"]),
-    "odi_bench": (build_odi_bench, _ODI_BENCH_TASKS),
-    "mmperspective": (build_mmperspective, _MMPERSPECTIVE_TASKS),
-    "osr_bench": (build_osr_bench, _OSR_BENCH_TASKS),
-    "dori": (
-        build_dori,
-        [f"{p}_{t}_{g}" for p in ("dori", "dori_unstructured") for g in _DORI_GRANULARITIES for t in _DORI_TASKS],
-    ),
-}
 
 
-def _discover_demo_modules() -> None:
-    """Add every demo module ``<key>.py`` that holds ``build`` and ``DEMO_TASKS``.
-
-    New benchmarks (``lmms-spatial new-task``) get their demo data this way: the module
-    ``lmms_spatial/data/demo/<key>.py`` holds the fixture builder ``build(out_dir, n)`` and the
-    tasks the demo runs; the benchmark itself (key, Hub id, environment variable) is declared
-    in ``lmms_spatial/data/registry/<key>.py``, which this needs and never the other way round.
-    Entries above win; discovered ones follow in module-name order. Helper modules (drawing,
-    projections) hold neither name and are skipped.
-    """
-    import importlib
-    import pkgutil
-
+def _discover_demo_modules() -> dict[str, tuple[Callable[..., Path], list[str]]]:
+    """{benchmark key: (builder(out_dir, n) -> path written, tasks the demo runs)}, in key order."""
+    found: dict[str, tuple[Callable[..., Path], list[str]]] = {}
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_") or info.name in DEMO_BENCHMARKS:
+        if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         if not (hasattr(module, "build") and hasattr(module, "DEMO_TASKS")):
@@ -61,24 +39,38 @@ def _discover_demo_modules() -> None:
                 f"benchmark: declare it in lmms_spatial/data/registry/{info.name}.py "
                 f"(BENCHMARK = Benchmark({info.name!r}, hub_id, env_var))"
             )
-        DEMO_BENCHMARKS[info.name] = (module.build, list(module.DEMO_TASKS))
+        found[info.name] = (module.build, list(module.DEMO_TASKS))
+    return found
 
 
-_discover_demo_modules()
+# benchmark key -> (builder(out_dir, n) -> parquet path, tasks the demo runs)
+DEMO_BENCHMARKS: dict[str, tuple[Callable[..., Path], list[str]]] = _discover_demo_modules()
 
 
-def build_demo_data(root: Path, n: int | None = None) -> dict[str, str]:
-    """Build every demo dataset under ``root``; returns {env var: folder} to export."""
+def build_fixture(key: str, folder: Path, n: int | None = None) -> Path:
+    """Build benchmark ``key``'s fixture into ``folder`` (the value of its environment variable)."""
+    if key not in DEMO_BENCHMARKS:
+        raise KeyError(f"{key!r} has no fixture builder (lmms_spatial/data/demo/{key}.py); known: "
+                       f"{', '.join(DEMO_BENCHMARKS)}")  # fmt: skip
     import datasets
 
     datasets.disable_progress_bars()
-    env = {}
-    for key, (builder, _tasks) in DEMO_BENCHMARKS.items():
-        folder = Path(root) / key
-        builder(folder, n) if n is not None else builder(folder)
-        env[BENCHMARKS[key].env_var] = str(folder)
-    return env
+    builder = DEMO_BENCHMARKS[key][0]
+    builder(Path(folder)) if n is None else builder(Path(folder), n)
+    return Path(folder)
 
 
-def demo_tasks() -> list[str]:
-    return [task for _builder, tasks in DEMO_BENCHMARKS.values() for task in tasks]
+def build_demo_data(root: Path, n: int | None = None, keys: list[str] | None = None) -> dict[str, str]:
+    """Build the demo datasets of ``keys`` (default: every benchmark) under ``root/<key>``; returns
+    {env var: folder} to export."""
+    return {BENCHMARKS[key].env_var: str(build_fixture(key, Path(root) / key, n)) for key in keys or DEMO_BENCHMARKS}
+
+
+def demo_tasks(keys: list[str] | None = None) -> list[str]:
+    """The tasks the demo runs for ``keys`` (default: every benchmark)."""
+    return [task for key in keys or DEMO_BENCHMARKS for task in DEMO_BENCHMARKS[key][1]]
+
+
+def benchmark_of_task(task: str) -> str | None:
+    """The benchmark whose demo runs ``task`` (None: no benchmark's)."""
+    return next((key for key, (_builder, tasks) in DEMO_BENCHMARKS.items() if task in tasks), None)

@@ -19,7 +19,11 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 from lmms_spatial.data.demo.drawing import canvas, png_bytes
+from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
 from lmms_spatial.metrics.extraction import LETTERS
+
+# every leaf task, both prompts: 7 question types x 2 granularities x (structured, unstructured)
+DEMO_TASKS = [f"{p}_{t}_{g}" for p in ("dori", "dori_unstructured") for g in GRANULARITIES for t in TASKS]
 
 SIZE = 160
 CBD = "Cannot be determined"
@@ -434,11 +438,11 @@ ITEMS = {
 }
 
 
-def build_dori(out_dir: Path, n: int = 2) -> Path:
+def build(out_dir: Path, n: int = 2) -> Path:
     """Write ``test.parquet``: ``n`` (at most 2) items per question type, options shuffled by seed."""
     import datasets
 
-    from lmms_spatial.data.schemas import DORI_FEATURES
+    from lmms_spatial.data.registry.dori import features
 
     rows = []
     rng = random.Random(1)
@@ -469,5 +473,5 @@ def build_dori(out_dir: Path, n: int = 2) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"
-    datasets.Dataset.from_list(rows, features=DORI_FEATURES).to_parquet(str(path))
+    datasets.Dataset.from_list(rows, features=features()).to_parquet(str(path))
     return path

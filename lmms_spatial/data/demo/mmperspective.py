@@ -348,14 +348,14 @@ def build_rows(n: int = 2, robust_groups: int = 3, seed: int = 0) -> list[dict]:
     return rows
 
 
-def build_mmperspective(out_dir: Path, n: int = 2, robust_groups: int = 3, seed: int = 0) -> Path:
+def build(out_dir: Path, n: int = 2, robust_groups: int = 3, seed: int = 0) -> Path:
     """Write ``test.parquet``: ``n`` items per task, then ``robust_groups`` groups of 5 variants."""
     import datasets
 
-    from lmms_spatial.tasks.mmperspective.schema import COLUMNS, features
+    from lmms_spatial.data.registry.mmperspective import features
 
     rows = build_rows(n, robust_groups, seed)
-    columns = {c: [r[c] for r in rows] for c in COLUMNS}
+    columns = {c: [r[c] for r in rows] for c in features()}
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"

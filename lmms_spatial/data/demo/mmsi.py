@@ -14,6 +14,9 @@ from pathlib import Path
 from lmms_spatial.data.demo.drawing import canvas, draw_shape, png_bytes
 from lmms_spatial.metrics.mmsi import CATEGORIES
 
+# the tasks the demo (and the per-benchmark contract test) runs on this fixture
+DEMO_TASKS = ["mmsi_vanilla", "mmsi_circular", "mmsi_cot"]
+
 WIDTH, HEIGHT = 192, 128
 SHAPES = [("red", "square"), ("blue", "circle"), ("green", "triangle"), ("yellow", "square")]
 
@@ -59,11 +62,11 @@ def _question(kind: str, objects, camera_moves_right: bool, rng: random.Random):
     return text, letter, f"{correct} follows from the object positions in both images."
 
 
-def build_mmsi(out_dir: Path, n: int = 12, seed: int = 0) -> Path:
+def build(out_dir: Path, n: int = 12, seed: int = 0) -> Path:
     """Write ``test.parquet`` with ``n`` items (categories cycled) into ``out_dir``."""
     import datasets
 
-    from lmms_spatial.data.schemas import MMSI_FEATURES
+    from lmms_spatial.data.registry.mmsi import features
 
     rng = random.Random(seed)
     kinds = ["left_of", "camera_motion", "largest"]
@@ -89,5 +92,5 @@ def build_mmsi(out_dir: Path, n: int = 12, seed: int = 0) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"
-    datasets.Dataset.from_dict(rows, features=MMSI_FEATURES).to_parquet(str(path))
+    datasets.Dataset.from_dict(rows, features=features()).to_parquet(str(path))
     return path

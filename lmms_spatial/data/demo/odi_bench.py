@@ -160,7 +160,7 @@ def _item(task: str, variant: int, rng: random.Random):
     raise ValueError(f"unknown ODI-Bench task {task!r}")
 
 
-def build_odi_bench(out_dir: Path, n: int = 23, seed: int = 0) -> Path:
+def build(out_dir: Path, n: int = 23, seed: int = 0) -> Path:
     """Write ``test.parquet`` with ``n`` items into ``out_dir``.
 
     Tasks are cycled, so n >= 10 covers all 10; the default 23 gives the first three tasks 3 items
@@ -168,7 +168,7 @@ def build_odi_bench(out_dir: Path, n: int = 23, seed: int = 0) -> Path:
     """
     import datasets
 
-    from lmms_spatial.data.schemas import ODI_FEATURES
+    from lmms_spatial.data.registry.odi_bench import features
 
     rows: dict[str, list] = {k: [] for k in ("id", "image", "task", "question", "options", "answer", "answer_text")}
     for i in range(n):
@@ -185,7 +185,7 @@ def build_odi_bench(out_dir: Path, n: int = 23, seed: int = 0) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "test.parquet"
-    datasets.Dataset.from_dict(rows, features=ODI_FEATURES).to_parquet(str(path))
+    datasets.Dataset.from_dict(rows, features=features()).to_parquet(str(path))
     return path
 
 

@@ -111,11 +111,11 @@ def _questions(objects, pool: list[str], negative: bool) -> list[tuple[str, str,
     return out
 
 
-def build_osr_bench(out_dir: Path, n: int = 2) -> Path:
+def build(out_dir: Path, n: int = 2) -> Path:
     """Write ``standard/test.parquet`` and ``negative/test.parquet`` for ``n`` (at most 2) scenes."""
     import datasets
 
-    from lmms_spatial.data.schemas import OSR_FEATURES
+    from lmms_spatial.data.registry.osr_bench import features
 
     out_dir = Path(out_dir)
     for config in ("standard", "negative"):
@@ -140,7 +140,7 @@ def build_osr_bench(out_dir: Path, n: int = 2) -> Path:
                 )
         folder = out_dir / config
         folder.mkdir(parents=True, exist_ok=True)
-        datasets.Dataset.from_list(rows, features=OSR_FEATURES).to_parquet(str(folder / "test.parquet"))
+        datasets.Dataset.from_list(rows, features=features()).to_parquet(str(folder / "test.parquet"))
     return out_dir
 
 

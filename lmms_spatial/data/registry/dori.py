@@ -1,0 +1,32 @@
+"""DORI: where its data comes from and what its rows hold.
+
+The Hub release is not the layout the tasks read: ``lmms_spatial/data/convert/dori.py`` converts
+it on first use (``hub_is_normalised=False``).
+"""
+
+from lmms_spatial.data.benchmark import Benchmark
+
+BENCHMARK = Benchmark("dori", "appledora/DORI-Benchmark", "LMMS_SPATIAL_DORI_PATH", False, "dori")
+
+
+def features():
+    """``datasets`` features of the normalised layout (SPEC section 4): the one schema source."""
+    import datasets
+
+    return datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "images": datasets.Sequence(datasets.Image()),
+            "task": datasets.Value("string"),
+            "granularity": datasets.Value("string"),
+            "question": datasets.Value("string"),
+            "context": datasets.Value("string"),
+            "instructions": datasets.Sequence(datasets.Value("string")),
+            "examples": datasets.Sequence(datasets.Value("string")),
+            "options": datasets.Sequence(datasets.Value("string")),
+            "answer": datasets.Value("string"),
+            "source": datasets.Value("string"),
+            "category": datasets.Value("string"),
+            "data_type": datasets.Value("string"),
+        }
+    )

@@ -1,0 +1,27 @@
+"""MMPerspective: where its data comes from and what its rows hold.
+
+No public release yet: a local copy only (``lmms-spatial convert mmperspective``). The row checks
+of the layout (robust groups, perturbations) are in ``lmms_spatial.tasks.mmperspective.schema``.
+"""
+
+from lmms_spatial.data.benchmark import Benchmark
+
+BENCHMARK = Benchmark("mmperspective", "", "LMMS_SPATIAL_MMPERSPECTIVE_PATH", converter="mmperspective")
+
+
+def features():
+    """``datasets`` features of the layout (images as ``Image()`` so the Hub viewer shows them)."""
+    import datasets
+
+    return datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "images": datasets.Sequence(datasets.Image()),
+            "task": datasets.Value("string"),
+            "question": datasets.Value("string"),
+            "options": datasets.Sequence(datasets.Value("string")),
+            "answer": datasets.Value("string"),
+            "robust_group": datasets.Value("string"),
+            "perturbation": datasets.Value("string"),
+        }
+    )

@@ -1,0 +1,69 @@
+"""OSR-Bench in ``lmms-spatial report``: Tables 2-5 (cognitive maps, QA with / without the map,
+negative sampling, well-formatted maps).
+
+Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
+in ``lmms_spatial/reports/references/osr_bench.json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lmms_spatial.reports.citations import Citation
+from lmms_spatial.reports.tables import Column, Layout, Leaf
+
+CITATION = Citation(
+    "Dongfang et al., 2025",
+    "Are Multimodal Large Language Models Ready for Omnidirectional Spatial Reasoning?",
+    "2505.11907",
+    """@article{dongfang2025osrbench,
+  title   = {Are Multimodal Large Language Models Ready for Omnidirectional Spatial Reasoning?},
+  author  = {Dongfang, Zihao and Zheng, Xu and Weng, Ziqiao and Lyu, Yuanhuiyi and Paudel, Danda Pani
+             and Van Gool, Luc and Yang, Kailun and Hu, Xuming},
+  journal = {arXiv preprint arXiv:2505.11907},
+  year    = {2025}
+}""",
+)
+
+_SKILLS = ("object_counting", "relative_distance", "relative_direction")
+
+
+def layouts() -> list[Layout]:
+    def cog(task: str, metric: str, sample: str | None = None, **kw: Any) -> Leaf:
+        return Leaf(task, metric, sample_metric=sample, chance=None, **kw)
+
+    def qa(task: str, skill: str) -> Leaf:
+        return Leaf(task, skill, sample_metric="accuracy", where=("skill", skill), chance=None, unparsed=None)
+
+    std, neg = "osr_cogmap_standard", "osr_cogmap_negative"
+    t2 = (
+        Column("avg_distance", "Avg dist.", cog(std, "avg_distance", unparsed=None), scaled=False),
+        Column("precision", "Precision", cog(std, "cogmap_precision", unparsed=None)),
+        Column("recall", "Recall", cog(std, "cogmap_recall", unparsed=None)),
+        Column("f1", "F1", cog(std, "cogmap_f1")),
+    )
+    t3 = tuple(
+        Column(f"{s}{suffix}", f"{s.split('_')[1]} {label}", qa(task, s))
+        for s in _SKILLS
+        for suffix, label, task in (
+            ("_cogmap", "w/ map", "osr_qa_cogmap_standard_vanilla"),
+            ("", "w/o map", "osr_qa_standard_vanilla"),
+        )
+    )
+    t4 = (
+        Column("precision", "Precision", cog(neg, "cogmap_precision", unparsed=None)),
+        Column("recall", "Recall", cog(neg, "cogmap_recall", unparsed=None)),
+        Column("chair_s", "CHAIR_S", cog(neg, "chair_s", unparsed=None)),
+        Column("chair_i", "CHAIR_I", cog(neg, "chair_i", unparsed=None)),
+        Column("chair_instance", "CHAIR_ins", cog(neg, "chair_instance", unparsed=None)),
+        *(Column(s, s.replace("_", " "), qa("osr_qa_negative_vanilla", s)) for s in _SKILLS),
+    )
+    t5 = (Column("format_success_rate", "Success rate (%)", cog(std, "format_success_rate", unparsed=None)),)
+    return [
+        Layout("osr_table2", "osr_bench", "OSR-Bench Table 2: cognitive map generation", t2, "table2", digits=3),
+        Layout("osr_table3", "osr_bench", "OSR-Bench Table 3: QA with / without the map", t3, "table3", digits=3,
+               notes=("QA in the vanilla (non-think) prompt; counting scores partial credit",)),
+        Layout("osr_table4", "osr_bench", "OSR-Bench Table 4: negative sampling", t4, "table4", digits=3,
+               notes=("map metrics from osr_cogmap_negative, QA from osr_qa_negative_vanilla",)),
+        Layout("osr_table5", "osr_bench", "OSR-Bench Table 5: well-formatted cognitive maps", t5, "table5", digits=2),
+    ]  # fmt: skip
