@@ -191,6 +191,40 @@ def _demo_run(folder: Path) -> DemoRun:
     return DemoRun(int((folder / "returncode").read_text()), read[0](), read[1](), folder / "demo")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Order the tests for two workers, and tag each xdist_group test's node id with its group, as
+    ``--dist loadgroup`` expects.
+
+    pytest-xdist 3.8 does it by setting ``item._nodeid``, which pytest >= 9.2 no longer reads (ids live
+    in ``item._id``: pytest-dev/pytest-xdist#1386), so the groups would silently be ignored. Where xdist's
+    own tag took effect (older pytest), nothing is done.
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+
+    # the longest first, the many short unit tests last to fill the gaps: two workers finish together.
+    # Slow tests of the top-level modules (bench harness, scaffold, startup hook: several lmms-eval runs
+    # each) are the longest, then the other slow ones and the groups sharing a load (each benchmark's
+    # tasks for the contract and fuzz tests); order within each part is kept.
+    def rank(item) -> int:
+        slow = item.get_closest_marker("slow") is not None
+        if slow and item.path.parent == TESTS_DIR:
+            return 0
+        return 1 if slow or item.get_closest_marker("xdist_group") is not None else 2
+
+    items.sort(key=rank)
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest < 9.2: xdist's tag works
+        return
+    for item in items:
+        marks = item.iter_markers("xdist_group")
+        groups = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks}
+        if groups and "@" not in item.nodeid:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")
+
+
 def pytest_collection_finish(session) -> None:
     """Whether this run needs the whole demo (then every benchmark's demo run is a slice of it)."""
     users = [item for item in session.items if {"demo_run", "full_demo"} & set(getattr(item, "fixturenames", ()))]
@@ -280,6 +314,28 @@ def run_lmms_eval(args: list[str], env: dict[str, str], out: Path, expect_result
         task = f.name.split("_samples_", 1)[1][: -len(".jsonl")]
         samples[task] = sorted((json.loads(line) for line in f.read_text().splitlines()), key=lambda s: s["doc_id"])
     return Run(results, samples, proc.stdout, proc.stderr, out, proc.returncode)
+
+
+@pytest.fixture(scope="session")
+def lmms_eval_into(offline_env) -> Callable[..., Run]:
+    """``(out, *args, env=None)`` -> :class:`Run`: the ``lmms_eval`` runner for module-scoped fixtures
+    (a run several tests share), writing into ``out``."""
+
+    def _run(out: Path, *args: str, env: dict[str, str] | None = None) -> Run:
+        return run_lmms_eval(list(args), {**offline_env, **(env or {})}, out)
+
+    return _run
+
+
+@pytest.fixture(scope="session")
+def lmms_eval_with_env() -> Callable[..., Run]:
+    """``(env, out, *args)`` -> :class:`Run`: lmms-eval under exactly ``env`` (a test that leaves a variable
+    of ``offline_env`` out, or adds its own), writing into ``out``."""
+
+    def _run(env: dict[str, str], out: Path, *args: str, expect_results: bool = True) -> Run:
+        return run_lmms_eval(list(args), env, out, expect_results)
+
+    return _run
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -27,9 +26,6 @@ from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.plugin.empty_tasks import COVERAGE_KEY, DOCUMENTS_KEY, NO_DOCUMENTS
 from lmms_spatial.reports.runs import load_runs
 from lmms_spatial.reports.tables import build_tables
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import run_lmms_eval  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -83,17 +79,16 @@ def _sent_images(request: dict) -> list[tuple[Image.Image, int]]:
 
 
 @pytest.fixture(scope="module")
-def api_run(offline_env, fixture_datasets, tmp_path_factory):
+def api_run(offline_env, fixture_datasets, lmms_eval_with_env, tmp_path_factory):
     """One lmms-eval run of the ``openai`` model over a task of every benchmark, the server's requests kept."""
     root = tmp_path_factory.mktemp("api_run")
     big = _big_panorama()
     odi_folder = _odi_fixture(fixture_datasets["odi_bench"], root / "odi", lambda t: t == "object_attribute", big)
     with FakeJudgeServer(lambda request: "A") as server:
-        run = run_lmms_eval(
-            ["--model", "openai", "--model_args", f"model_version=gpt-4o,base_url={server.base_url}",
-             "--tasks", ",".join(API_TASKS)],
-            {**offline_env, "LMMS_SPATIAL_ODI_PATH": str(odi_folder), "OPENAI_API_KEY": "test"},
-            root / "out",
+        run = lmms_eval_with_env(
+            {**offline_env, "LMMS_SPATIAL_ODI_PATH": str(odi_folder), "OPENAI_API_KEY": "test"}, root / "out",
+            "--model", "openai", "--model_args", f"model_version=gpt-4o,base_url={server.base_url}",
+            "--tasks", ",".join(API_TASKS),
         )  # fmt: skip
         requests = list(server.requests)
     return run, requests, big
@@ -139,12 +134,12 @@ def test_a_12000_by_6000_panorama_is_sent_as_openai_keeps_it_within_20_mb(api_ru
 
 
 @pytest.fixture(scope="module")
-def release_without_ocr(offline_env, fixture_datasets, tmp_path_factory):
+def release_without_ocr(offline_env, fixture_datasets, lmms_eval_with_env, tmp_path_factory):
     root = tmp_path_factory.mktemp("no_ocr")
     folder = _odi_fixture(fixture_datasets["odi_bench"], root / "odi", lambda t: t != "ocr")
     env = {**offline_env, "LMMS_SPATIAL_ODI_PATH": str(folder), "LMMS_SPATIAL_JUDGE": "none"}
-    return run_lmms_eval(["--model", "random_choice", "--model_args", "seed=0", "--tasks", "odi_bench"], env,
-                         root / "out")  # fmt: skip
+    return lmms_eval_with_env(env, root / "out", "--model", "random_choice", "--model_args", "seed=0",
+                              "--tasks", "odi_bench")  # fmt: skip
 
 
 def test_a_release_without_ocr_runs_the_other_tasks_and_names_ocr(release_without_ocr):

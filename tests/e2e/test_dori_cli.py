@@ -92,13 +92,11 @@ def test_replayed_answers_give_table_2_soft_accuracy_and_the_error_report(lmms_e
 
 
 @pytest.fixture(scope="module")
-def seeded_run(offline_env, tmp_path_factory):
+def seeded_run(lmms_eval_into, tmp_path_factory):
     """``random_choice seed=0`` on the ``dori_unstructured`` group with option seed 42, run once."""
-    from conftest import run_lmms_eval
-
     args = ["--model", "random_choice", "--model_args", "seed=0", "--tasks", "dori_unstructured"]
     out = tmp_path_factory.mktemp("dori_seeded") / "run"
-    return run_lmms_eval(args, {**offline_env, "LMMS_SPATIAL_DORI_SEED": "42"}, out)
+    return lmms_eval_into(out, *args, env={"LMMS_SPATIAL_DORI_SEED": "42"})
 
 
 def test_seeded_run_shuffles_options_and_keeps_answers_attached(seeded_run, dori_docs):

@@ -8,12 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
 
 from lmms_spatial.data.sources import BENCHMARKS, MMSI_REVISION
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import run_lmms_eval  # noqa: E402
-from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +23,7 @@ def bare_env(offline_env, tmp_path) -> dict[str, str]:
     return env
 
 
-def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_datasets, tmp_path):
+def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_datasets, lmms_eval_with_env, tmp_path):
     hub = Path(bare_env["HF_HOME"]) / "hub"
     place_in_hub_cache(hub, "UUUserna/OSR-Bench", osr_release())
     place_in_hub_cache(hub, "LiuYang66/ODI-Bench", odi_release())
@@ -34,7 +31,7 @@ def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_
     mmsi = (fixture_datasets["mmsi"] / "test.parquet").read_bytes()  # MMSI-Bench is published normalised
     place_in_hub_cache(hub, "RunsenXu/MMSI-Bench", mmsi_release(mmsi), commit=MMSI_REVISION)  # the pinned commit
     tasks = "osr_qa_standard_vanilla,osr_qa_negative_vanilla,odi_bench_close_existence,dori_view_parallelism_coarse"
-    run = run_lmms_eval(["--model", "random_choice", "--tasks", f"{tasks},mmsi_vanilla"], bare_env, tmp_path / "run")
+    run = lmms_eval_with_env(bare_env, tmp_path / "run", "--model", "random_choice", "--tasks", f"{tasks},mmsi_vanilla")
     n = {task: counts["effective"] for task, counts in run.results["n-samples"].items()}
     assert n["osr_qa_standard_vanilla"] == n["osr_qa_negative_vanilla"] == 6
     assert (n["odi_bench_close_existence"], n["dori_view_parallelism_coarse"]) == (2, 2)

@@ -26,12 +26,10 @@ def _samples_file(path, task, responses):
 
 
 @pytest.fixture(scope="module")
-def random_run(offline_env, tmp_path_factory):
+def random_run(lmms_eval_into, tmp_path_factory):
     """``--model random_choice --model_args seed=7 --tasks mmsi`` (the group: vanilla, circular, CoT), run once."""
-    from conftest import run_lmms_eval
-
     out = tmp_path_factory.mktemp("mmsi_random") / "run"
-    return run_lmms_eval(["--model", "random_choice", "--model_args", "seed=7", "--tasks", "mmsi"], offline_env, out)
+    return lmms_eval_into(out, "--model", "random_choice", "--model_args", "seed=7", "--tasks", "mmsi")
 
 
 def test_random_choice_reproduces_its_seeded_guesses_on_every_mmsi_task(random_run, mmsi_docs):

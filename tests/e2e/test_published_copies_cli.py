@@ -3,16 +3,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from published_copies import publish  # noqa: E402
 
 from lmms_spatial.data.registry import BENCHMARKS
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import run_lmms_eval  # noqa: E402
-from published_copies import publish  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +23,7 @@ TASKS = [
 
 
 @pytest.fixture(scope="module")
-def runs(offline_env, tmp_path_factory):
+def runs(offline_env, lmms_eval_with_env, tmp_path_factory):
     """One lmms-eval run on the local copies, one on their published copies (nothing local): {name: Run}."""
     work = tmp_path_factory.mktemp("published")
     local_env = {**offline_env, "LMMS_SPATIAL_JUDGE": "none"}
@@ -38,8 +34,8 @@ def runs(offline_env, tmp_path_factory):
         published_env[bench.repo_var] = f"lmms-spatial-ci/{key}"
     args = ["--model", "random_choice", "--model_args", "seed=3", "--tasks", ",".join(TASKS)]
     return {
-        "local": run_lmms_eval(args, local_env, work / "local"),
-        "published": run_lmms_eval(args, published_env, work / "published"),
+        "local": lmms_eval_with_env(local_env, work / "local", *args),
+        "published": lmms_eval_with_env(published_env, work / "published", *args),
         "hf_home": work / "hf",
     }
 

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_lmms_eval
 
 PLUGIN = Path(__file__).parent / "plugin"
 TASKS = "mmsi_vanilla,dori_view_parallelism_coarse,osr_qa_standard_vanilla"
@@ -41,10 +40,10 @@ def _metrics(results: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(offline_env, tmp_path_factory):
+def runs(offline_env, lmms_eval_with_env, tmp_path_factory):
     """An uninterrupted run, and a run killed (SIGKILL) after 10 requests then started again as it was."""
     root = tmp_path_factory.mktemp("resume")
-    reference = run_lmms_eval(ARGS, _env(offline_env, root / "reference.log", 0.0), root / "reference")
+    reference = lmms_eval_with_env(_env(offline_env, root / "reference.log", 0.0), root / "reference", *ARGS)
 
     out = root / "interrupted"
     cmd = [sys.executable, "-m", "lmms_eval", *ARGS, "--output_path", str(out), "--log_samples"]
@@ -60,7 +59,7 @@ def runs(offline_env, tmp_path_factory):
     assert not list(out.rglob("*_results.json"))
     first = _asked(first_log)
 
-    resumed = run_lmms_eval(ARGS, _env(offline_env, root / "second.log", 0.0), out)
+    resumed = lmms_eval_with_env(_env(offline_env, root / "second.log", 0.0), out, *ARGS)
     return reference, first, _asked(root / "second.log"), _asked(root / "reference.log"), resumed
 
 

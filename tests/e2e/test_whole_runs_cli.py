@@ -98,10 +98,10 @@ def test_a_stock_task_that_cannot_load_is_named_not_ours(lmms_eval):
 
 
 @pytest.mark.slow
-def test_a_yaml_of_the_users_that_includes_ours_reads_exactly_its_own_data(offline_env, fixture_datasets, tmp_path):
+def test_a_yaml_of_the_users_that_includes_ours_reads_exactly_its_own_data(offline_env, fixture_datasets,
+                                                                           lmms_eval_with_env, tmp_path):  # fmt: skip
     """The lmms-eval way to evaluate your own copy, offline, with no variable of ours and nothing of ours cached."""
     import datasets
-    from conftest import run_lmms_eval
 
     mine = tmp_path / "my_mmsi.parquet"
     datasets.load_dataset(str(fixture_datasets["mmsi"]), split="test").select(range(6)).to_parquet(str(mine))
@@ -116,8 +116,8 @@ def test_a_yaml_of_the_users_that_includes_ours_reads_exactly_its_own_data(offli
         """))  # fmt: skip
     env = {k: v for k, v in offline_env.items() if not k.startswith("LMMS_SPATIAL_")}
     env["HF_HOME"] = str(tmp_path / "empty_hf_home")
-    run = run_lmms_eval(["--model", "random_choice", "--tasks", "my_mmsi", "--include_path", str(own)], env,
-                        tmp_path / "out")  # fmt: skip
+    run = lmms_eval_with_env(env, tmp_path / "out", "--model", "random_choice", "--tasks", "my_mmsi",
+                             "--include_path", str(own))  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert len(run.samples["my_mmsi"]) == 6
     assert not (tmp_path / "empty_hf_home" / "lmms_spatial").exists()  # nothing of ours prepared
