@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lmms_eval_install import NO_BUILTIN_TASKS, builtin_task_yamls
 
 from lmms_spatial.cli import main as lmms_spatial
 from lmms_spatial.scaffold import ScaffoldError, render, scaffold, tree, validate_name
@@ -103,16 +104,10 @@ def test_generated_code_is_ruff_clean_for_short_and_long_names_and_any_title(tmp
     ],
 )
 def test_unusable_names_are_refused_with_the_reason(tmp_path, name, why):
-    if why.startswith("built-in") and not _lmms_eval_ships_task_yamls():
-        pytest.skip("this lmms-eval wheel ships no task YAMLs (0.7.0 on PyPI): it has no built-in task to collide with")
+    if why.startswith("built-in") and not builtin_task_yamls():
+        pytest.skip(f"{NO_BUILTIN_TASKS} to collide with")
     with pytest.raises(ScaffoldError, match=why):
         validate_name(name, _fake_repo(tmp_path))
-
-
-def _lmms_eval_ships_task_yamls() -> bool:
-    import lmms_eval.tasks
-
-    return any(Path(lmms_eval.tasks.__file__).parent.glob("*/*.yaml"))
 
 
 @pytest.mark.parametrize("title", TRICKY_TITLES)
