@@ -18,7 +18,10 @@ One :class:`Judge` per (rubric, config), shared by every thread of a process thr
   429's ``Retry-After``). When retries run out — or the endpoint refuses the request (401,
   403, 404, 400) — :class:`JudgeUnavailableError` names the base URL and the model: a run
   never turns an unreachable judge into zeros. After an outage, uncached items fail at once
-  for ``config.unavailable_cooldown`` seconds rather than each waiting through the retries.
+  for ``config.unavailable_cooldown`` seconds rather than each waiting through the retries. An
+  outage is a fact about the endpoint, so every judge of the process that sends to the same base
+  URL (one per rubric: ODI open answers, OSR negatives, MMSI diagnosis) shares it: a run with its
+  judge server down waits through the retries once, not once per rubric.
 * **Malformed responses** (an HTTP 200 whose body is HTML, truncated JSON, no ``choices`` or no
   message content: a proxy or server fault, not a verdict) are retried like a 5xx and, when
   retries run out, raise :class:`JudgeUnavailableError` naming the URL: counted as a judge
@@ -136,7 +139,6 @@ def _retry_after(exc: BaseException | None) -> float | None:
         return None
 
 
-
 def _sendable(value: Any) -> Any:
     """``value`` with every text encodable as UTF-8: a lone surrogate (models do emit them in replies) becomes
     U+FFFD. Without this the request cannot be sent at all and a working judge fails the item; texts without
@@ -153,6 +155,7 @@ def _sendable(value: Any) -> Any:
         return {k: _sendable(v) for k, v in value.items()}
     return value
 
+
 class Judge:
     """Scores items with one rubric. Thread-safe; see the module docstring."""
 
@@ -168,7 +171,6 @@ class Judge:
         self._semaphore = threading.BoundedSemaphore(self.config.concurrency)
         self._inflight: dict[str, Future[Verdict]] = {}
         self._rng = random.Random(self.config.seed)
-        self._down: tuple[float, JudgeUnavailableError] | None = None  # (when, error) of the last outage
 
     def __repr__(self) -> str:
         return f"Judge(rubric={self.rubric.name!r}@{self.rubric.version}, judge={self.judge_name!r})"
@@ -378,7 +380,7 @@ class Judge:
         import openai
         import tenacity
 
-        down = self._down
+        down = _OUTAGES.get(self._endpoint)
         if down is not None and time.monotonic() - down[0] < self.config.unavailable_cooldown:
             ago = time.monotonic() - down[0]
             raise JudgeUnavailableError(
@@ -420,7 +422,7 @@ class Judge:
                 ) from None  # the cause's text may hold the key
             raise
         self.stats.add(judge_calls=1)
-        self._down = None
+        _OUTAGES.pop(self._endpoint, None)
         return text
 
     def _mark_unavailable(self, last: BaseException, attempts: int, base_url: str) -> JudgeUnavailableError:
@@ -435,8 +437,13 @@ class Judge:
             base_url=base_url,
             model=self.config.model,
         )
-        self._down = (time.monotonic(), error)
+        _OUTAGES[self._endpoint] = (time.monotonic(), error)
         return error
+
+    @property
+    def _endpoint(self) -> str:
+        """What an outage is a fact about: the configured base URL ("" = the openai default)."""
+        return self.config.base_url or ""
 
     def score_many(
         self, items: Iterable[Mapping[str, Any]], *, progress: bool | None = None, desc: str | None = None
@@ -487,6 +494,9 @@ class Judge:
 
 _JUDGES: dict[tuple[Rubric, JudgeConfig], Judge] = {}
 _JUDGES_LOCK = threading.Lock()
+# base URL -> (when, error) of its last outage, shared by every judge sending there (single-key reads and
+# writes of a dict are atomic: no lock needed)
+_OUTAGES: dict[str, tuple[float, JudgeUnavailableError]] = {}
 
 
 def get_judge(rubric: str | Rubric, config: JudgeConfig | None = None, **overrides: Any) -> Judge:
@@ -510,9 +520,10 @@ def get_judge(rubric: str | Rubric, config: JudgeConfig | None = None, **overrid
 
 
 def reset_judges() -> None:
-    """Close and forget every shared judge (tests; long-lived processes changing settings)."""
+    """Close and forget every shared judge and every outage seen (tests; long-lived processes changing settings)."""
     with _JUDGES_LOCK:
         judges = list(_JUDGES.values())
         _JUDGES.clear()
+        _OUTAGES.clear()
     for judge in judges:
         judge.close()

@@ -23,6 +23,7 @@ from lmms_spatial.judge import (
     JudgeUnavailableError,
     get_judge,
     get_rubric,
+    reset_judges,
 )
 from lmms_spatial.judge.cache import CACHE_FILENAME
 from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply, osr_item, osr_reply
@@ -105,6 +106,7 @@ def test_interrupted_run_resumes_asking_only_the_missing_items(
 
     server.handler = osr_reply
     server.reset_counts()
+    reset_judges()  # the re-run is a new process: it remembers no outage
     verdicts = Judge("osr_negative", make_config(concurrency=1)).score_many(items)
     assert server.request_count == 5  # only the missing half
     assert [v.cached for v in verdicts] == [True] * 5 + [False] * 5
@@ -352,6 +354,19 @@ def test_judge_that_comes_back_after_the_cooldown_is_used_again(
     time.sleep(0.25)
     assert judge.score(osr_item(1)).score == 1.0
     assert server.request_count == 2
+
+
+def test_an_outage_is_the_endpoints_so_a_judge_of_another_rubric_does_not_wait_through_it_again(
+    server: FakeJudgeServer, make_config: MakeConfig
+) -> None:
+    server.handler = lambda request: FakeReply(status=503)
+    with pytest.raises(JudgeUnavailableError):
+        Judge("osr_negative", make_config(max_retries=1)).score(osr_item(1))
+    assert server.request_count == 2
+    odi = Judge("odi_open", make_config(max_retries=1))
+    with pytest.raises(JudgeUnavailableError, match="marked unavailable"):
+        odi.score({"task": "counting", "question": "q", "answer_text": "1", "response": "1"})
+    assert server.request_count == 2 and odi.stats.retries == 0
 
 
 def test_endpoint_refusing_the_request_fails_without_retrying(server: FakeJudgeServer, make_config: MakeConfig) -> None:
