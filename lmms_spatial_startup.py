@@ -23,6 +23,7 @@ PATCHES = {
     "lmms_eval.api.task": (
         "lmms_spatial.plugin.empty_tasks:patch_empty_tasks",
         "lmms_spatial.plugin.tasks:patch_task_building",
+        "lmms_spatial.plugin.tasks:patch_data_retries",
         "lmms_spatial.plugin.isolation:patch_process_results",
     ),
     "lmms_eval.loggers.evaluation_tracker": ("lmms_spatial.plugin.samples:patch_sample_encoding",),

@@ -236,3 +236,31 @@ def test_replay_runs_keep_nothing_by_default():
         bound = inspect.signature(simple_evaluate).bind_partial(model, cli_args=cli_args)
         resume.choose_cache(bound, types.SimpleNamespace(notes={}))
         assert bound.arguments.get("use_cache") == kept
+
+
+def _attempts_of_lmms_evals_download_retry(error: Exception) -> int:
+    """How many times lmms-eval's own retry around ``ConfigurableTask.download`` (as patched) calls a
+    loader that raises ``error`` (its 2 s waits left out)."""
+    import tenacity
+    from lmms_eval.api.task import ConfigurableTask
+
+    calls = 0
+
+    def load() -> None:
+        nonlocal calls
+        calls += 1
+        raise error
+
+    with pytest.raises(type(error)):
+        ConfigurableTask.download.retry.copy(wait=tenacity.wait_none(), reraise=True)(load)
+    return calls
+
+
+def test_data_that_cannot_be_there_fails_at_once_and_a_failed_download_is_retried():
+    from lmms_spatial.data.hub_cache import DataUnavailable
+
+    assert _attempts_of_lmms_evals_download_retry(DataUnavailable("offline and not cached")) == 1
+    network = DataUnavailable("cannot download (connection reset)")
+    network.transient = True
+    assert _attempts_of_lmms_evals_download_retry(network) == 5  # lmms-eval's stop_after_attempt(5)
+    assert _attempts_of_lmms_evals_download_retry(OSError("a stock task's error")) == 5

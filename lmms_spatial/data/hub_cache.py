@@ -12,7 +12,14 @@ from pathlib import Path
 
 
 class DataUnavailable(RuntimeError):
-    """A benchmark's data cannot be read as configured; the message is one line naming the fix."""
+    """A benchmark's data cannot be read as configured; the message is one line naming the fix.
+
+    ``transient``: whether the same attempt could succeed a moment later (a download that failed on the
+    network). lmms-eval retries loading a task's data 5 times, 2 s apart, whatever the error; only a
+    transient one gets those retries (:func:`lmms_spatial.plugin.tasks.patch_data_retries`).
+    """
+
+    transient = False
 
 
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")

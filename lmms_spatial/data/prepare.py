@@ -110,9 +110,9 @@ def fetch_release(bench: Benchmark, revision: str) -> Path:
         raise DataUnavailable(f"{bench.key}: the Hub has no dataset {bench.hub_id}; {_fix(bench)}") from None
     except (LocalEntryNotFoundError, OSError) as exc:  # no connection and nothing cached, disk full, ...
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise DataUnavailable(
-            f"{bench.key}: cannot download {bench.hub_id}@{revision} ({first}); {_fix(bench)}"
-        ) from None
+        error = DataUnavailable(f"{bench.key}: cannot download {bench.hub_id}@{revision} ({first}); {_fix(bench)}")
+        error.transient = not offline()  # offline, with nothing cached, another try finds nothing either
+        raise error from None
     return Path(folder)
 
 

@@ -173,4 +173,3 @@ def patch_skip_empty_tasks(module) -> None:
     setattr(get_task_dict_without_empty, _FLAG, True)
     module.get_task_dict = get_task_dict_without_empty
     module.simple_evaluate = simple_evaluate_naming_empty_tasks
-

@@ -1,4 +1,5 @@
-"""lmms-eval's task index gets our task folder; a task that fails while being built is named.
+"""lmms-eval's task index gets our task folder; a task that fails while being built is named, and
+fails at once where retrying cannot help.
 
 ``TaskManager.initialize_tasks`` is wrapped once so that our task directory is appended to
 ``include_path`` (built-in tasks keep priority). ``ConfigurableTask.__init__`` (which loads the
@@ -73,3 +74,26 @@ def patch_task_building(module) -> None:
     __init__.__wrapped__ = original
     __init__.__doc__ = original.__doc__
     cls.__init__ = __init__
+
+
+def _worth_retrying(exc: BaseException) -> bool:
+    from lmms_spatial.data.hub_cache import DataUnavailable
+
+    return not isinstance(exc, DataUnavailable) or exc.transient
+
+
+def patch_data_retries(module) -> None:
+    """lmms-eval retries ``ConfigurableTask.download`` 5 times, 2 s apart, whatever it raised. A
+    :class:`~lmms_spatial.data.hub_cache.DataUnavailable` of ours that is not transient (offline and not
+    cached, a wrong path or variable) would fail the same way each time: it now fails at once, as itself
+    (not wrapped in tenacity's ``RetryError``), instead of 8 s later. Every other error, and every stock
+    task, is retried as before.
+    """
+    download = internal(module, "ConfigurableTask.download", "a task without its data fails after lmms-eval's retries")
+    retrying = getattr(download, "retry", None)  # tenacity's Retrying behind @retry; each call copies it
+    if retrying is None or getattr(retrying, "_lmms_spatial", False) or not hasattr(retrying, "retry"):
+        return
+    import tenacity
+
+    retrying.retry = tenacity.retry_if_exception(_worth_retrying) & retrying.retry
+    retrying._lmms_spatial = True

@@ -128,6 +128,7 @@ def test_a_revision_override_selects_that_snapshot_and_an_unknown_one_is_named(h
     with pytest.raises(DataUnavailable, match=r"UUUserna/OSR-Bench@v9 is not in the Hugging Face cache") as caught:
         dataset_source("osr_bench")
     assert f"(it holds commit(s) {', '.join(sorted([old.name, new.name]))})" in str(caught.value)
+    assert not caught.value.transient  # offline: no retry can find it
 
 
 def test_a_release_in_another_layout_is_described_found_versus_expected(hf_home):
@@ -215,3 +216,4 @@ def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home,
     message = str(caught.value)
     assert message.startswith("dori: cannot download appledora/DORI-Benchmark@main (Connection error, and we")
     assert "LMMS_SPATIAL_DORI_PATH" in message and "LMMS_SPATIAL_DORI_REVISION" in message and "\n" not in message
+    assert caught.value.transient  # online: lmms-eval's retries may find the network back
