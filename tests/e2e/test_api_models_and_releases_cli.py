@@ -27,7 +27,7 @@ from lmms_spatial.plugin.empty_tasks import COVERAGE_KEY, DOCUMENTS_KEY, NO_DOCU
 from lmms_spatial.reports.runs import load_runs
 from lmms_spatial.reports.tables import build_tables
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("api_cli")]  # one worker builds the shared runs
 
 MB = 1024 * 1024
 API_TASKS = {  # task -> (benchmark, parquet under its fixture folder, image column)

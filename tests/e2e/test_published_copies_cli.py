@@ -10,7 +10,7 @@ from published_copies import publish  # noqa: E402
 
 from lmms_spatial.data.registry import BENCHMARKS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("published_cli")]  # one worker builds the shared runs
 
 # every benchmark, both OSR-Bench configs, single- and two-image tasks, a judged task (rule-based fallback)
 TASKS = [

@@ -23,6 +23,8 @@ TASKS = "mmsi_vanilla,dori_view_parallelism_coarse,osr_qa_standard_vanilla"
 ARGS = ["--model", "slow_guess", "--tasks", TASKS, "--limit", "8"]
 SAVE_EVERY = 4
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("resume_cli")]  # one worker builds the shared runs
+
 
 def _env(offline_env: dict[str, str], log: Path, delay: float) -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(PLUGIN), offline_env.get("PYTHONPATH", "")) if p)
@@ -63,7 +65,6 @@ def runs(offline_env, lmms_eval_with_env, tmp_path_factory):
     return reference, first, _asked(root / "second.log"), _asked(root / "reference.log"), resumed
 
 
-@pytest.mark.slow
 def test_the_resumed_run_asks_the_model_only_for_answers_not_saved_before_the_kill(runs):
     _reference, first, second, everything, _resumed = runs
     saved = set(everything) - set(second)
@@ -74,7 +75,6 @@ def test_the_resumed_run_asks_the_model_only_for_answers_not_saved_before_the_ki
     assert len(set(first) - saved) <= SAVE_EVERY  # at most the chunk in progress was lost
 
 
-@pytest.mark.slow
 def test_the_resumed_run_gives_the_numbers_of_a_run_never_interrupted(runs):
     reference, _first, _second, _everything, resumed = runs
     assert _metrics(resumed.results) == _metrics(reference.results)
@@ -83,7 +83,6 @@ def test_the_resumed_run_gives_the_numbers_of_a_run_never_interrupted(runs):
         assert replies == [s["filtered_resps"] for s in reference.samples[task]]
 
 
-@pytest.mark.slow
 def test_the_run_says_where_the_answers_are_kept_and_that_earlier_ones_were_found(runs):
     _reference, _first, second, everything, resumed = runs
     cache = resumed.out / "cache"
