@@ -49,7 +49,7 @@ from typing import Any
 from lmms_spatial.metrics.rubrics import Rubric, UnparsedReply, get_rubric
 
 from .cache import CacheEntry, VerdictCache
-from .config import ENV_MODEL, JudgeConfig
+from .config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, JudgeConfig
 from .errors import JudgeNotConfiguredError, JudgeUnavailableError
 from .stats import JudgeStats
 
@@ -497,6 +497,19 @@ _JUDGES_LOCK = threading.Lock()
 # base URL -> (when, error) of its last outage, shared by every judge sending there (single-key reads and
 # writes of a dict are atomic: no lock needed)
 _OUTAGES: dict[str, tuple[float, JudgeUnavailableError]] = {}
+
+
+def note_unreachable(config: JudgeConfig, what: str) -> None:
+    """Record that ``config``'s endpoint did not answer just now (the run's probe before generation, ``what``
+    happened): for the cooldown that follows, its judges fail uncached items at once, as after an outage
+    seen while judging, instead of waiting through the retries for a server the run has already named."""
+    error = JudgeUnavailableError(
+        f"judge unavailable: {what} when the run started. Check that the server is up and {ENV_BASE_URL} / "
+        f"{ENV_API_KEY}, or set {ENV_MODEL}=none to score with the rule-based fallback.",
+        base_url=config.display_base_url,
+        model=config.model,
+    )
+    _OUTAGES[config.base_url or ""] = (time.monotonic(), error)
 
 
 def get_judge(rubric: str | Rubric, config: JudgeConfig | None = None, **overrides: Any) -> Judge:

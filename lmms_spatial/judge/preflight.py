@@ -24,6 +24,9 @@ def probe(config: JudgeConfig, timeout: float = PROBE_TIMEOUT) -> str | None:
     """``None`` if the judge's server answers ``GET <base_url>/models``; else what went wrong, in a few words.
 
     Any HTTP answer means the server is up, except 401/403 (the key is refused, as every judged item would be).
+    A server that does not answer is recorded as an outage of its endpoint
+    (:func:`~lmms_spatial.judge.client.note_unreachable`): items judged within the cooldown that follows fail at
+    once rather than waiting through the retries again.
     """
     url = (config.base_url or DEFAULT_BASE_URL).rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {config.api_key or 'EMPTY'}"})
@@ -35,8 +38,12 @@ def probe(config: JudgeConfig, timeout: float = PROBE_TIMEOUT) -> str | None:
             return f"{url} refused the API key (HTTP {exc.code})"
         return None
     except Exception as exc:  # refused, unreachable, timed out, bad URL
+        from .client import note_unreachable
+
         reason = getattr(exc, "reason", exc)
-        return f"{url} does not answer ({type(reason).__name__}: {reason})"
+        failure = f"{url} does not answer ({type(reason).__name__}: {reason})"
+        note_unreachable(config, failure)
+        return failure
 
 
 def _listed(tasks: list[str]) -> str:
