@@ -75,16 +75,6 @@ def test_lmms_eval_tasks_list_shows_our_tasks(offline_env):
     assert "mmsi_bench" in names  # the built-in task is still there, untouched
 
 
-@pytest.mark.slow
-def test_accelerate_launch_finds_our_tasks(offline_env, tmp_path):
-    exe = Path(sys.executable).with_name("accelerate")
-    out = tmp_path / "acc"
-    cmd = [str(exe), "launch", "--num_processes", "1", "--cpu", "-m", "lmms_eval", "--model", "random_choice",
-           "--tasks", "mmsi_vanilla", "--output_path", str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, env=offline_env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert list(out.rglob("*_results.json")), proc.stderr[-4000:]
-
-
 def test_samples_with_a_lone_surrogate_are_written_as_json_that_reads_back_the_same():
     import json
 

@@ -16,6 +16,9 @@ Two facts of the installed stack shape the command (both checked in this environ
   below) runs that class's unmodified ``__init__`` as a single process would and then takes rank and
   world size from the real accelerator; generation, batching and scoring are lmms-eval's and ours.
 
+The two-process run is also the test that ``accelerate launch`` finds our tasks with no
+``--include_path``: the startup hook runs in every rank's interpreter.
+
 ``batch_size=1`` and one thread per process: with left padding, a document's greedy answer could
 depend on which documents share its batch, and those differ between one and two processes.
 """
@@ -160,6 +163,7 @@ def test_two_processes_give_exactly_the_metrics_of_one(offline_env, tiny_qwen2_5
     assert len(answered_one) <= len(answered_two) <= len(answered_one) + len(TASKS)
 
     assert set(results_one["results"]) >= set(TASKS), sorted(results_one["results"])
+    assert set(results_two["results"]) >= set(TASKS), (sorted(results_two["results"]), log)  # found by every rank
     for task in TASKS:
         n = results_one["n-samples"][task]["effective"]
         assert n == min(LIMIT, results_one["n-samples"][task]["original"]) and n >= 2, task
