@@ -15,8 +15,14 @@ def tasks_dir() -> str:
 
 
 def benchmark_keys() -> list[str]:
-    """Every benchmark with a task folder (``tasks/<key>/``), in key order: a benchmark is its folder."""
+    """Every benchmark with a task folder (``tasks/<key>/``) holding a YAML, in key order: a benchmark is its
+    folder. A folder left with only ``__pycache__`` (a benchmark removed with git, which keeps ignored files)
+    is not one."""
     root = tasks_dir()
     return sorted(
-        name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)) and not name.startswith(("_", "."))
+        name
+        for name in os.listdir(root)
+        if not name.startswith(("_", "."))
+        and os.path.isdir(os.path.join(root, name))
+        and any(f.endswith(".yaml") for f in os.listdir(os.path.join(root, name)))
     )

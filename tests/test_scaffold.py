@@ -251,3 +251,14 @@ def test_a_scaffolded_benchmark_passes_the_contract_and_its_own_tests_in_a_copy_
     # its demo alone (lmms-spatial demo --tasks <its task>) exited 0 with its report, among its contract tests
     assert f"test_the_demo_of_the_benchmark_alone_exits_0_with_its_report[{NAME}] PASSED" in run.stdout
     assert "[mmsi]" not in run.stdout  # -k selected the new benchmark's contract tests only
+
+
+def test_a_task_folder_left_with_only_bytecode_is_no_benchmark(tmp_path, monkeypatch):
+    import lmms_spatial.paths as paths
+
+    (tmp_path / "real_bench").mkdir()
+    (tmp_path / "real_bench" / "real_bench.yaml").write_text("task: real_bench\n")
+    (tmp_path / "removed_bench" / "__pycache__").mkdir(parents=True)  # git rm / stash -u keep ignored files
+    (tmp_path / "_shared").mkdir()
+    monkeypatch.setattr(paths, "tasks_dir", lambda: str(tmp_path))
+    assert paths.benchmark_keys() == ["real_bench"]
