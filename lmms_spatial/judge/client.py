@@ -156,6 +156,13 @@ def _sendable(value: Any) -> Any:
     return value
 
 
+# the end of every "judge unavailable" message: the two ways on
+_UNAVAILABLE_FIX = (
+    f"Check that the server is up and {ENV_BASE_URL} / {ENV_API_KEY}, or set {ENV_MODEL}=none to score with the "
+    "rule-based fallback."
+)
+
+
 class Judge:
     """Scores items with one rubric. Thread-safe; see the module docstring."""
 
@@ -430,9 +437,7 @@ class Judge:
         error = JudgeUnavailableError(
             self._redact(
                 f"judge unavailable: {attempts} attempt(s) to reach {base_url} with model {self.config.model!r} "
-                f"failed (last error: {type(last).__name__}: {last}). Check that the server is up and "
-                f"LMMS_SPATIAL_JUDGE_BASE_URL / LMMS_SPATIAL_JUDGE_API_KEY, or set {ENV_MODEL}=none to score with "
-                f"the rule-based fallback."
+                f"failed (last error: {type(last).__name__}: {last}). {_UNAVAILABLE_FIX}"
             ),
             base_url=base_url,
             model=self.config.model,
@@ -442,8 +447,7 @@ class Judge:
 
     @property
     def _endpoint(self) -> str:
-        """What an outage is a fact about: the configured base URL ("" = the openai default)."""
-        return self.config.base_url or ""
+        return _endpoint(self.config.base_url)
 
     def score_many(
         self, items: Iterable[Mapping[str, Any]], *, progress: bool | None = None, desc: str | None = None
@@ -499,17 +503,26 @@ _JUDGES_LOCK = threading.Lock()
 _OUTAGES: dict[str, tuple[float, JudgeUnavailableError]] = {}
 
 
+def _endpoint(base_url: str | None) -> str:
+    """What an outage is a fact about: the configured base URL ("" = the openai default)."""
+    return base_url or ""
+
+
+def forget_outage(base_url: str | None) -> None:
+    """Forget an outage seen at ``base_url`` (a new server there: :class:`~.testing.FakeJudgeServer`)."""
+    _OUTAGES.pop(_endpoint(base_url), None)
+
+
 def note_unreachable(config: JudgeConfig, what: str) -> None:
     """Record that ``config``'s endpoint did not answer just now (the run's probe before generation, ``what``
     happened): for the cooldown that follows, its judges fail uncached items at once, as after an outage
     seen while judging, instead of waiting through the retries for a server the run has already named."""
     error = JudgeUnavailableError(
-        f"judge unavailable: {what} when the run started. Check that the server is up and {ENV_BASE_URL} / "
-        f"{ENV_API_KEY}, or set {ENV_MODEL}=none to score with the rule-based fallback.",
+        f"judge unavailable: {what} when the run started. {_UNAVAILABLE_FIX}",
         base_url=config.display_base_url,
         model=config.model,
     )
-    _OUTAGES[config.base_url or ""] = (time.monotonic(), error)
+    _OUTAGES[_endpoint(config.base_url)] = (time.monotonic(), error)
 
 
 def get_judge(rubric: str | Rubric, config: JudgeConfig | None = None, **overrides: Any) -> Judge:

@@ -182,9 +182,9 @@ class FakeJudgeServer:
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-judge", daemon=True
         )
         self._thread.start()
-        from lmms_spatial.judge.client import _OUTAGES
+        from lmms_spatial.judge.client import forget_outage
 
-        _OUTAGES.pop(self.base_url, None)  # an outage seen earlier at this port was another server's
+        forget_outage(self.base_url)  # an outage seen earlier at this port was another server's
         return self
 
     def stop(self) -> None:
