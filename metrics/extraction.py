@@ -14,14 +14,18 @@ read from bounded windows, and digit runs are never converted past :data:`MAX_DI
 ``robust``
     For free-form answers (DORI, MMPerspective, ODI-Bench). The reply is NFKC-normalised first,
     so a full-width ``Ｃ`` is ``C``; a reply that is only a lower-case letter (``c``) counts.
-    Looks for *declarations* from the strongest to the weakest
-    form: ``<answer>X</answer>``; JSON ``"answer": "X"``; "final answer: X" / ``\\boxed{X}``;
-    "Answer: X", "the answer is X", "the correct option is X"; backticks ```X```; a reply
-    that is only a letter ("B", "(B)", "B."); a reply that starts with one ("B. chair");
-    the text of exactly one option; a single standalone capital letter. Inside the
-    strongest form present the *last* declaration wins (answers after reasoning); a
-    declaration naming two different letters ("A or B") is unparsed. It never reads a
-    letter out of an ordinary word ("The" is not T, "A bike" is not A).
+    Looks for *declarations*, in tiers from the strongest form to the weakest:
+    ``<answer>X</answer>``; the explicit final forms JSON ``"answer": "X"``, ``\\boxed{X}`` and
+    "final answer: X" (one tier, by position); plain declarations "Answer: X", "the answer is X",
+    "the correct option is X", "I choose / I'll go with X"; backticks ```X```. Inside the strongest
+    tier present the *last* declaration wins, across sentences and lines, so a self-correction
+    ("The answer is A. Actually no, the answer is C.") is read as C; each declaration is read from
+    the text after its head up to the next head, never past it. A declaration naming two different
+    letters ("A or B") is unparsed; a negated one ("the answer is not A") declares nothing, and its
+    letter is never read back by the fallbacks. Without any declaration: a reply that is only a
+    letter ("B", "(B)", "B."); a reply that starts with one ("B. chair"); the text of exactly one
+    option; a single standalone capital letter. It never reads a letter out of an ordinary word
+    ("The" is not T, "A bike" is not A).
 ``mmsi_official``
     MMSI-Bench's VLMEvalKit rule, verbatim: first ```X```, then ```X```, then the
     regex ``\\b[A-D]\\b(?!\\s[a-zA-Z])``; no match means wrong.
@@ -141,18 +145,24 @@ def first_digit_run(text: str) -> tuple[int | None, str | None]:
 # ---------------------------------------------------------------------------------------
 _JSON_ANSWER = re.compile(r"""["']answer["']\s*:\s*["']([^"'\n]*)["']""", re.IGNORECASE)
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+# Declaration *heads*: the words that announce an answer. What a head declares is read from the text after it,
+# up to _FRAGMENT characters on its line and never past the next head of its form (see _fragments): a capture
+# such as "answer is (.{1,40})" would swallow a correction that follows within 40 characters
+# ("The answer is A. Actually no, the answer is C." has one such match, so its last declaration was A).
 _FINAL = re.compile(
-    r"final\s+(?:answer|choice|option)\s*(?:is|:|：|=)?\s*(?:option\s+|choice\s+)?(.{1,40})",
+    r"final\s+(?:answer|choice|option)\s*(?:is|:|：|=)?\s*(?:option\s+|choice\s+)?",
     re.IGNORECASE,
 )
 _DECLARED = re.compile(
     r"(?:\banswer\s*(?:is\s*)?(?::|：|=|\bis\b)"
     r"|\b(?:correct|right|best)\s+(?:answer|option|choice)\s+(?:is|would\s+be|:)"
-    r"|\bI\s+(?:would\s+)?(?:choose|pick|select|go\s+with)"
+    r"|\bI(?:\s+(?:would|will)|['’](?:ll|d))?\s+(?:choose|pick|select|go\s+with)"
     r"|\b(?:answer|option|choice)\s+(?:is|would\s+be)"
-    r")\s*(?:option\s+|choice\s+)?(.{1,40})",
+    r")\s*(?:option\s+|choice\s+)?",
     re.IGNORECASE,
 )
+_FRAGMENT = 40  # characters of a declaration read after its head (on its own line)
+_NEGATED = re.compile(r"(?:not|never)\b", re.IGNORECASE)  # "the answer is not A" declares nothing
 _BACKTICKS = re.compile(r"``([^`]*)``|`([^`]*)`")  # contents stripped in Python: no backtracking
 _ONLY_LETTER = re.compile(r"^\W*([A-P])\W*$")
 _ONLY_LOWER_LETTER = re.compile(r"^\W*([a-p])\W*$")
@@ -207,9 +217,42 @@ def _decide(found: list[str], allowed: str, rule: str) -> Extraction | None:
     return Extraction(letter, rule)
 
 
-def _last_declaration(matches: list[str], allowed: str, rule: str) -> Extraction | None:
-    """The last declaration that names any letter decides; a two-letter one is a conflict."""
-    for fragment in reversed(matches):
+Declaration = tuple[int, str, str]  # (position in the reply, declared text, rule that found it)
+
+
+def _fragments(head: re.Pattern[str], text: str, rule: str, *, negated: bool = False) -> list[Declaration]:
+    """Every declaration announced by ``head``, left to right: what follows each head on its line, at most
+    :data:`_FRAGMENT` characters and never past the next head, so a correction is a declaration of its own.
+    A negated one ("the answer is not A") declares nothing; ``negated=True`` returns those instead (their text
+    after the negation), so the letters they rule out are never read back as an answer."""
+    heads = list(head.finditer(text))
+    found: list[Declaration] = []
+    for i, match in enumerate(heads):
+        stop = min(heads[i + 1].start() if i + 1 < len(heads) else len(text), match.end() + _FRAGMENT)
+        fragment = text[match.end() : stop].split("\n", 1)[0]
+        negation = _NEGATED.match(fragment)
+        if negated and negation:
+            found.append((match.start(), fragment[negation.end() :], rule))
+        elif not negated and not negation and fragment.strip():
+            found.append((match.start(), fragment, rule))
+    return found
+
+
+def _captured(pattern: re.Pattern[str], text: str, rule: str) -> list[Declaration]:
+    """Declarations whose text is closed by the pattern itself (JSON quotes, ``\\boxed{}`` braces)."""
+    return [(m.start(), m.group(1), rule) for m in pattern.finditer(text)]
+
+
+def _final_declarations(text: str) -> list[Declaration]:
+    """The explicit final forms, by position: JSON ``"answer": "X"``, ``\\boxed{X}``, "final answer: X".
+    One tier: ``\\boxed{A}`` ... "Final answer: C" is a correction to C."""
+    found = _captured(_JSON_ANSWER, text, "json_answer") + _captured(_BOXED, text, "boxed")
+    return sorted(found + _fragments(_FINAL, text, "final_answer"), key=lambda d: d[0])
+
+
+def _last_declaration(declarations: Sequence[Declaration], allowed: str) -> Extraction | None:
+    """The last declaration that names any letter decides; one naming two letters ("A or B") is a conflict."""
+    for _, fragment, rule in reversed(declarations):
         letters = _letters_in_declaration(fragment, allowed)
         if letters:
             return _decide(letters, allowed, rule)
@@ -249,28 +292,20 @@ def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | 
 
     tags = _answer_tags(text)
     if tags:
-        found = [letters for tag in tags if (letters := _letters_in_declaration(tag, allowed))]
-        if found:
-            return _decide([letter for group in found for letter in group], allowed, "answer_tag")
+        decided = _last_declaration([(0, tag, "answer_tag") for tag in tags], allowed)
+        if decided is not None:
+            return decided
         if options is not None:
             by_text = _match_option_text(tags[-1], options, allowed)
             if by_text is not None:
                 return Extraction(by_text.value, f"answer_tag+{by_text.reason}") if by_text.parsed else by_text
         return _unparsed("answer_tag_without_letter")
 
-    for pattern, rule in ((_JSON_ANSWER, "json_answer"), (_BOXED, "boxed"), (_FINAL, "final_answer")):
-        decided = _last_declaration(pattern.findall(text), allowed, rule)
+    ticks = [(m.start(), (m.group(1) or m.group(2)).strip(), "backticks") for m in _BACKTICKS.finditer(text)]
+    for tier in (_final_declarations(text), _fragments(_DECLARED, text, "declared"), [t for t in ticks if t[1]]):
+        decided = _last_declaration(tier, allowed)
         if decided is not None:
             return decided
-
-    decided = _last_declaration(_DECLARED.findall(text), allowed, "declared")
-    if decided is not None:
-        return decided
-
-    ticks = [(a or b).strip() for a, b in _BACKTICKS.findall(text)]
-    decided = _last_declaration([t for t in ticks if t], allowed, "backticks")
-    if decided is not None:
-        return decided
 
     stripped = _STRIP_MARKUP.sub("", text).strip()
     only = _ONLY_LETTER.match(stripped)
@@ -291,8 +326,12 @@ def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | 
     alternatives = _ALTERNATIVES.search(stripped)  # "A or B": the model hedged; no letter wins
     if alternatives and alternatives.group(1) != alternatives.group(2):
         return _unparsed(f"conflict:{alternatives.group(1)}/{alternatives.group(2)}")
+    ruled_out = {
+        letter for _, fragment, _ in _fragments(_DECLARED, text, "", negated=True)
+        for letter in _letters_in_declaration(fragment, allowed)
+    }  # fmt: skip
     standalone = [m.group(1) for m in _STANDALONE.finditer(stripped)]
-    standalone = [s for s in standalone if s in allowed]
+    standalone = [s for s in standalone if s in allowed and s not in ruled_out]
     decided = _decide(standalone, allowed, "standalone_letter")
     if decided is not None:
         return decided
@@ -329,7 +368,7 @@ def extract_choice_mmsi_official(response: Any, allowed: str, options: Sequence[
 
 def extract_choice_json_first(response: Any, allowed: str, options: Sequence[str] | None = None) -> Extraction:
     text = _as_text(response)
-    decided = _last_declaration(_JSON_ANSWER.findall(text), allowed, "json_answer")
+    decided = _last_declaration(_captured(_JSON_ANSWER, text, "json_answer"), allowed)
     if decided is not None:
         return decided
     return extract_choice_robust(text, allowed, options)
@@ -404,11 +443,11 @@ def extract_yes_no(response: Any) -> Extraction:
             if len(words) == 1:
                 return Extraction(words.pop().capitalize(), rule)
             return _unparsed(f"{rule}_without_yes_no")
-    declared = [m for m in (_FINAL.findall(text) + _DECLARED.findall(text))]
-    for fragment in reversed(declared):
-        first = _YES_NO.match(_STRIP_MARKUP.sub("", fragment).strip())
-        if first:
-            return Extraction(first.group(1).capitalize(), "declared")
+    for tier in (_final_declarations(text), _fragments(_DECLARED, text, "declared")):
+        for _, fragment, _rule in reversed(tier):  # the last declaration of the strongest form present
+            first = _YES_NO.match(_STRIP_MARKUP.sub("", fragment).strip())
+            if first:
+                return Extraction(first.group(1).capitalize(), "declared")
     stripped = _STRIP_MARKUP.sub("", text).strip()
     first = _YES_NO.match(stripped)
     if first:
