@@ -138,6 +138,20 @@ def test_hub_card_declares_the_features_of_the_benchmark_s_schema(key):
 
 
 @pytest.mark.parametrize("key", KEYS)
+def test_a_card_with_several_configs_marks_exactly_one_default(key):
+    """The viewer opens on the ``default: true`` config (else on the first in alphabetical order): the paper's
+    main one. ``get_default_config_name`` raises for two defaults; one config is its own default."""
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard
+
+    configs = MetadataConfigs.from_dataset_card_data(DatasetCard.load(REPO / "hub_cards" / key / "README.md").data)
+    default = configs.get_default_config_name()
+    assert default in configs, f"hub_cards/{key}/README.md: mark the paper's main config `default: true`"
+    if len(configs) == 1:
+        assert not any(c.get("default") for c in configs.values())
+
+
+@pytest.mark.parametrize("key", KEYS)
 def test_hub_card_files_match_the_fixture(key, fixture_folder):
     """Every config's files, as the card lays them out, are found in the fixture folder with the card's features."""
     front = _card_front(key)
