@@ -126,6 +126,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not report["tables"]:
         print("report: no benchmark of this package found in the results", file=sys.stderr)
         return 1
+    for warning in report.get("warnings", []):
+        print(f"report: {warning}", file=sys.stderr)
     if args.out:
         written = write(report, Path(args.out), formats, plots=not args.no_plots)
         if not args.quiet:
