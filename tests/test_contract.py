@@ -10,6 +10,7 @@ the report's tables.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -325,6 +326,58 @@ def test_the_demo_of_the_benchmark_alone_exits_0_with_its_report(key, demo_run):
     assert run.returncode == 0, run.stderr[-4000:]
     for task in DEMO_BENCHMARKS[key][1]:
         assert f"\n{task} " in run.stdout, f"{task} missing from the demo table"
-    md = (run.out / "report" / "report.md").read_text()
-    assert md.count("\n### ") >= 1 and "report written:" in run.stdout
+    assert "report written:" in run.stdout
     assert (run.out / "report" / "report.csv").stat().st_size > 0 and (run.out / "report" / "report.tex").exists()
+    _check_report_cell(key, (run.out / "report" / "report.md").read_text(), _demo_results(run.out / "results"))
+
+
+# Per benchmark, one cell its demo report must show: (table heading, column, task, metric, decimals, scale,
+# whether the table has a chance row). The model row must hold the task's value from lmms-eval's results
+# file, the unparsed row its unparsed_rate and the chance row its chance_level, in the table's format.
+REPORT_CELLS = {
+    "dori": ("DORI Table 2: accuracy per question type (C coarse, G granular)", "ViewPar C",
+             "dori_view_parallelism_coarse", "accuracy", 1, 100, True),
+    "mmperspective": ("MMPerspective Table 1: accuracy and robustness", "VAP", "mmperspective_vap", "accuracy", 1,
+                      100, True),
+    "mmsi": ("MMSI-Bench: overall, per category, circular", "Avg.", "mmsi_vanilla", "accuracy", 1, 100, True),
+    "odi_bench": ("ODI-Bench Table 2: close setting", "Exist.", "odi_bench_close_existence", "accuracy", 2, 100, True),
+    # a map has no chance level
+    "osr_bench": ("OSR-Bench Table 2: cognitive map generation", "F1", "osr_cogmap_standard", "cogmap_f1", 3, 1, False),
+}  # fmt: skip
+
+
+def _demo_results(folder: Path) -> dict:
+    results: dict = {}
+    for path in sorted(folder.glob("*_results.json")):
+        results.update(json.loads(path.read_text())["results"])
+    return results
+
+
+def _markdown_table(md: str, heading: str) -> dict[str, dict[str, str]]:
+    """{row label: {column: cell}} of the table under ``### heading``."""
+    assert f"\n### {heading}\n" in md, f"no table {heading!r} in the report"
+    section = md.split(f"\n### {heading}\n", 1)[1].split("\n#", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("|---")]
+    header = [c.strip() for c in lines[0].strip("|").split(" | ")]
+    rows = {}
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        rows[cells[0]] = dict(zip(header[1:], cells[1:], strict=True))
+    return rows
+
+
+def _check_report_cell(key: str, md: str, results: dict) -> None:
+    assert key in REPORT_CELLS, f"{key}: add the cell its demo report must show to REPORT_CELLS"
+    heading, column, task, metric, decimals, scale, has_chance = REPORT_CELLS[key]
+    rows = _markdown_table(md, heading)
+    values = results[task]
+
+    def shown(value: float) -> str:
+        return f"{value * scale:.{decimals}f}"
+
+    model = rows["**random\\_choice**"][column]  # "50.0 [0.0, 100.0]": the value, then its bootstrap CI
+    assert model.split(" [")[0] == shown(values[f"{metric},none"]), (key, model, values)
+    assert rows["*random\\_choice unparsed*"][column] == shown(values["unparsed_rate,none"]), key
+    if has_chance:
+        assert rows["*chance level*"][column] == shown(values["chance_level,none"]), key
+    assert any(label.endswith("(published)") for label in rows), f"{key}: no published row next to the run"

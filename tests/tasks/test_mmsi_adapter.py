@@ -30,6 +30,10 @@ DOC = {"id": 5, "images": [_png(), _png()], "question": QUESTION, "answer": "B",
 
 
 def test_vanilla_prompt_is_the_official_text():
+    # InternRobotics/MMSI-Bench (commit 5de2f3d), vlmeval/dataset/mmsi_bench.py, build_prompt:
+    #   post_prompt = ("Answer with the option's letter from the given choices directly. "
+    #                  "Enclose the option's letter within ``.")
+    #   prompt = f'{question}\n{post_prompt}'
     expected = (
         QUESTION + "\nAnswer with the option's letter from the given choices directly. "
         "Enclose the option's letter within ``."
