@@ -332,17 +332,21 @@ def test_the_demo_of_the_benchmark_alone_exits_0_with_its_report(key, demo_run):
 
 
 # Per benchmark, one cell its demo report must show: (table heading, column, task, metric, decimals, scale,
-# whether the table has a chance row). The model row must hold the task's value from lmms-eval's results
-# file, the unparsed row its unparsed_rate and the chance row its chance_level, in the table's format.
+# the unparsed rate it must have, whether the table has a chance row). The model row must hold the task's
+# value from lmms-eval's results file, the unparsed row that rate and the chance row the task's chance_level,
+# in the table's format. The demo's model is random_choice: it replies one of the question's own letters, so
+# nothing is unparsed where the reply is a letter, and everything where it must be a map.
 REPORT_CELLS = {
     "dori": ("DORI Table 2: accuracy per question type (C coarse, G granular)", "ViewPar C",
-             "dori_view_parallelism_coarse", "accuracy", 1, 100, True),
+             "dori_view_parallelism_coarse", "accuracy", 1, 100, 0.0, True),
     "mmperspective": ("MMPerspective Table 1: accuracy and robustness", "VAP", "mmperspective_vap", "accuracy", 1,
-                      100, True),
-    "mmsi": ("MMSI-Bench: overall, per category, circular", "Avg.", "mmsi_vanilla", "accuracy", 1, 100, True),
-    "odi_bench": ("ODI-Bench Table 2: close setting", "Exist.", "odi_bench_close_existence", "accuracy", 2, 100, True),
-    # a map has no chance level
-    "osr_bench": ("OSR-Bench Table 2: cognitive map generation", "F1", "osr_cogmap_standard", "cogmap_f1", 3, 1, False),
+                      100, 0.0, True),
+    "mmsi": ("MMSI-Bench: overall, per category, circular", "Avg.", "mmsi_vanilla", "accuracy", 1, 100, 0.0, True),
+    "odi_bench": ("ODI-Bench Table 2: close setting", "OA", "odi_bench_close_object_attribute", "accuracy", 2, 100, 0.0,
+                  True),
+    # a guess is not a map (every reply unparsed), and a map has no chance level
+    "osr_bench": ("OSR-Bench Table 2: cognitive map generation", "F1", "osr_cogmap_standard", "cogmap_f1", 3, 1, 1.0,
+                  False),
 }  # fmt: skip
 
 
@@ -368,7 +372,7 @@ def _markdown_table(md: str, heading: str) -> dict[str, dict[str, str]]:
 
 def _check_report_cell(key: str, md: str, results: dict) -> None:
     assert key in REPORT_CELLS, f"{key}: add the cell its demo report must show to REPORT_CELLS"
-    heading, column, task, metric, decimals, scale, has_chance = REPORT_CELLS[key]
+    heading, column, task, metric, decimals, scale, unparsed, has_chance = REPORT_CELLS[key]
     rows = _markdown_table(md, heading)
     values = results[task]
 
@@ -377,7 +381,8 @@ def _check_report_cell(key: str, md: str, results: dict) -> None:
 
     model = rows["**random\\_choice**"][column]  # "50.0 [0.0, 100.0]": the value, then its bootstrap CI
     assert model.split(" [")[0] == shown(values[f"{metric},none"]), (key, model, values)
-    assert rows["*random\\_choice unparsed*"][column] == shown(values["unparsed_rate,none"]), key
+    assert values["unparsed_rate,none"] == unparsed, (key, values)
+    assert rows["*random\\_choice unparsed*"][column] == shown(unparsed), key
     if has_chance:
         assert rows["*chance level*"][column] == shown(values["chance_level,none"]), key
     assert any(label.endswith("(published)") for label in rows), f"{key}: no published row next to the run"

@@ -82,6 +82,18 @@ def test_robust_takes_the_last_declaration_after_reasoning():
     assert got(extract_choice_robust, text) == ("C", "declared")
 
 
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ('{"answer": "A"} on second thought {"answer": "C"}', ("C", "json_answer")),
+        ("\\boxed{A} is wrong, so \\boxed{C}", ("C", "boxed")),
+    ],
+)
+def test_the_last_of_several_json_or_boxed_declarations_wins(reply, expected):
+    # (the rule of issue 37 item 1; JSON and boxed declarations already follow it)
+    assert got(extract_choice_robust, reply) == expected
+
+
 def test_robust_reads_the_answer_after_reasoning_today_through_the_stand_alone_letter():
     # the same reply as above, pinned as it is scored before the self-correction fix (see there)
     text = "Option A seems plausible, but the answer is A only if... Re-checking: the answer is C."
