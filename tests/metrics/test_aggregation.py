@@ -47,8 +47,14 @@ def test_unweighted_mean_counts_each_subscore_once():
 
 
 def test_unparsed_rate_counts_records_without_a_parsed_answer():
-    records = [{"parsed": "A"}, {"parsed": None}, {"parsed": "C"}, {"parsed": None}]
-    assert unparsed_rate(records) == 0.5
+    records = [
+        {"parsed": "A"},
+        {"parsed": None},
+        {"parsed": "C"},
+        {"parsed": "B"},
+        {},
+    ]  # no record of a parse: unparsed
+    assert unparsed_rate(records) == 2 / 5
 
 
 def test_chance_level_is_mean_of_one_over_option_count():
