@@ -181,8 +181,6 @@ def test_a_lower_case_or_full_width_letter_alone_is_read_by_the_free_form_strate
         ("A bike is on the left.", (None, "unparsed:official:no_letter")),  # \b[A-D]\b(?!\s[a-zA-Z])
         ("The answer is (B)", ("B", "official:letter")),
         ("the answer is b", (None, "unparsed:official:no_letter")),  # the official rule is case-sensitive
-        ("c", (None, "unparsed:official:no_letter")),
-        ("Ｃ", (None, "unparsed:official:no_letter")),  # no NFKC in the official code
         ("E", (None, "unparsed:official:no_letter")),  # [A-D] only
         ("Option `A` or ``D``", ("D", "official:double_backticks")),  # double backticks are looked for first
         ("A and then B", ("B", "official:letter")),  # "A and": A followed by a word; B is the first match
@@ -190,6 +188,11 @@ def test_a_lower_case_or_full_width_letter_alone_is_read_by_the_free_form_strate
 )
 def test_mmsi_official_strategy_matches_vlmevalkit(response, expected):
     assert got(extract_choice_mmsi_official, response) == expected
+
+
+@pytest.mark.parametrize("response", ["c", "(c)", "Ｃ"])  # no upper-casing, no NFKC in the official code
+def test_mmsi_official_keeps_its_case_sensitive_rule(response):
+    assert got(extract_choice_mmsi_official, response) == (None, "unparsed:official:no_letter")
 
 
 def test_mmsi_official_rejects_a_letter_past_the_questions_options():

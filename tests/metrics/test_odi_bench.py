@@ -59,7 +59,9 @@ TABLE_5 = [
 
 
 @pytest.mark.parametrize(("overall", "general", "spatial"), TABLE_5)
-def test_every_row_of_table_5_is_what_summarise_gives_for_its_general_and_spatial_scores(overall, general, spatial):
+def test_every_row_of_table_5_has_overall_as_the_question_weighted_mean_of_general_and_spatial(
+    overall, general, spatial
+):
     # 2,017 General and 2,237 Spatial questions (Table 2's counts); every General question scores the
     # row's General, every Spatial one its Spatial: summarise's Overall must be the paper's Overall,
     # (2017 * General + 2237 * Spatial) / 4254, to within the three numbers' rounding to 0.01.

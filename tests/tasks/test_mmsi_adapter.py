@@ -41,6 +41,14 @@ def test_vanilla_prompt_is_the_official_text():
     assert doc_to_text(DOC) == expected
 
 
+def test_cot_prompt_is_ours_and_asks_for_the_letter_in_backticks_on_the_last_line():
+    # MMSI-Bench has no official CoT prompt (docs/faithfulness.md): ours, pinned so a change is a visible one
+    assert doc_to_text(DOC, {"variant": "cot"}) == (
+        QUESTION + "\nThink step by step about the spatial relations across the images. "
+        "Then, on the last line, give the final answer as the option's letter enclosed within ``."
+    )
+
+
 def test_messages_put_every_image_before_the_text():
     (message,) = doc_to_messages(DOC)
     assert [c["type"] for c in message["content"]] == ["image", "image", "text"]
