@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import datasets
@@ -78,9 +77,24 @@ def test_prompt_variant_from_the_environment_wins_over_the_yaml(monkeypatch):
     assert adapter.doc_to_text(YES_NO, {"prompt": "erp"}).startswith("This is a 360-degree panoramic image.\n")
 
 
+# The paper's zero-shot CoT prompt (Fig. 11) did not survive text extraction: App. D.2 says it follows
+# Kojima et al. ("Let's think step by step") with DeepSeek-R1's <think>/<answer> response format. These
+# are our wording of that (not yet listed in docs/faithfulness.md), pinned so that a change is a visible one.
 def test_cot_prompt_asks_for_reasoning_then_the_letter_in_answer_tags():
-    text = adapter.doc_to_text(MCQ, {"setting": "cot"})
-    assert text.endswith(adapter.COT_MCQ_SUFFIX) and "Options:\nA. Front-left" in text
+    assert adapter.doc_to_text(MCQ, {"setting": "cot"}) == (
+        f"{ERP}\nQuestion: Where is the red chair relative to me?\nOptions:\n"
+        "A. Front-left\nB. Back-right\nC. Front-right\nD. Back-left\n"
+        "Let's think step by step. First write your reasoning within <think> </think> tags, then give the final "
+        "answer, ONLY the option letter, within <answer> </answer> tags."
+    )
+
+
+def test_cot_prompt_of_a_yes_no_question_asks_for_yes_or_no_in_answer_tags():
+    assert adapter.doc_to_text(YES_NO, {"setting": "cot"}) == (
+        f"{ERP}\nQuestion: Is there a dog?\n"
+        "Let's think step by step. First write your reasoning within <think> </think> tags, then give the final "
+        "answer, ONLY Yes or No, within <answer> </answer> tags."
+    )
 
 
 def test_messages_put_the_image_before_the_text(tmp_path):
@@ -202,7 +216,6 @@ def test_open_scoring_from_four_threads_uses_one_judge_and_gives_per_item_result
         )
     assert [r["score"] for r in records] == [1.0 if i % 2 else 0.0 for i in range(40)]
     assert get_judge("odi_open", JudgeConfig.from_env()).stats.items == 40
-    assert threading.active_count() >= 1
 
 
 def test_group_sum_adds_subtask_counts():
