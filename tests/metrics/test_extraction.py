@@ -73,10 +73,8 @@ def test_robust_reads_every_declared_form(response, expected):
     assert got(extract_choice_robust, response) == expected
 
 
-# SELF-CORRECTION (issue 37 item 1, the lead's fix on main): today the reply's first declaration
-# ("the answer is A only if...") is read as the article "A", and C comes from the stand-alone-letter
-# fallback. Once the last declaration wins, this passes: drop the xfail marker at merge.
-@pytest.mark.xfail(strict=True, reason="issue 37 item 1: the last declaration must win by the declared rule")
+# the first declaration ("the answer is A only if...") reads "A" as an article; the last one decides
+# (issue 37 item 1: before, C came only from the stand-alone-letter fallback, never through the rule)
 def test_robust_takes_the_last_declaration_after_reasoning():
     text = "Option A seems plausible, but the answer is A only if... Re-checking: the answer is C."
     assert got(extract_choice_robust, text) == ("C", "declared")
@@ -90,14 +88,8 @@ def test_robust_takes_the_last_declaration_after_reasoning():
     ],
 )
 def test_the_last_of_several_json_or_boxed_declarations_wins(reply, expected):
-    # (the rule of issue 37 item 1; JSON and boxed declarations already follow it)
+    # (the rule of issue 37 item 1)
     assert got(extract_choice_robust, reply) == expected
-
-
-def test_robust_reads_the_answer_after_reasoning_today_through_the_stand_alone_letter():
-    # the same reply as above, pinned as it is scored before the self-correction fix (see there)
-    text = "Option A seems plausible, but the answer is A only if... Re-checking: the answer is C."
-    assert got(extract_choice_robust, text)[0] == "C"
 
 
 @pytest.mark.parametrize(
