@@ -29,8 +29,9 @@ Open-ended judge failures (judge unreachable or not configured) are *not* scored
 record carries ``failed=True`` and a ``reason``, has no ``score``, is left out of every mean
 and is counted in ``judge_failures``. A run therefore never turns an outage into zeros;
 re-running (``--model replay`` on the samples files) fills the gaps from the judge cache.
-A judge reply that cannot be parsed is a verdict (score 0, reason ``judge_unparsed``), as
-the judge layer defines it, and is counted in ``judge_unparsed``.
+A judge reply that cannot be parsed (reason ``judge_unparsed``, after the judge layer's re-asks)
+is a fault of the judge, not a 0 of the model: it has no ``score`` either, is left out of every
+mean and is counted in ``judge_unparsed`` (NaN when no verdict could be read).
 
 Option anchoring (App. D.1.3): for one model run in both settings, the share of questions
 answered right open-ended but wrong close-ended ("option anchoring bias") and the reverse,

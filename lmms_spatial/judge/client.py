@@ -272,6 +272,8 @@ class Judge:
         )
 
     def _count(self, verdict: Verdict) -> Verdict:
+        if verdict.reason == UNPARSED_REASON:
+            self.stats.note_unparsed(verdict.raw_reply)
         self.stats.add(
             items=1,
             cache_hits=int(verdict.cached),
