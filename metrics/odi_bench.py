@@ -204,7 +204,8 @@ def option_anchoring(
 
     Questions are matched by ``id``. Close-ended right = score 1; open-ended right = judge
     score >= ``open_threshold`` (1.0: fully correct; 0.5 counts partial credit as right).
-    Open-ended judge failures and questions present in only one run are left out (counted).
+    Open-ended answers without a verdict (judge failures, unreadable verdicts) and questions present
+    in only one run are left out (counted: ``open_failed``, ``only_close``, ``only_open``).
 
     ``open_right_close_wrong`` is the paper's "option anchoring bias" share;
     ``close_right_open_wrong`` the reverse ("options as a hint", App. D.1.2). Both are
@@ -297,8 +298,8 @@ def format_anchoring(result: Mapping[str, Any]) -> str:
         lines.append(row(task, r))
     lines.append(row("all", result))
     lines.append(
-        f"(open right = judge score >= {result['open_threshold']:g}; left out: {result['open_failed']} judge failures, "
-        f"{result['only_close']} only close-ended, {result['only_open']} only open-ended)"
+        f"(open right = judge score >= {result['open_threshold']:g}; left out: {result['open_failed']} without a "
+        f"verdict, {result['only_close']} only close-ended, {result['only_open']} only open-ended)"
     )
     return "\n".join(lines)
 

@@ -168,9 +168,7 @@ def test_with_map_tasks_answered_without_a_map_are_named_with_the_command_that_s
     )
     results = {"results": {"osr_qa_cogmap_standard_vanilla": {"accuracy,none": math.nan}}}
     conditions.annotate(results, value)
-    assert results["results"]["osr_qa_cogmap_standard_vanilla"][conditions.NOT_SCORED_KEY] == (
-        "no map: random_choice drew none (see the run's last lines)"
-    )
+    assert results["results"]["osr_qa_cogmap_standard_vanilla"][conditions.NOT_SCORED_KEY] == ("no map")
 
 
 def _judged(unparsed: int, scored: int, rubric: str = "odi_open") -> dict:
@@ -180,8 +178,10 @@ def _judged(unparsed: int, scored: int, rubric: str = "odi_open") -> dict:
 
 def test_more_than_five_percent_unreadable_verdicts_are_said_with_one_example():
     samples = {"b": [{"judge_score": {"reason": "judge_unparsed", "judge_reply": "I think\n it is fine"}}]}
-    # 1 of 20 verdicts (5%): not said; 2 of 21 (9.5%, in two tasks): said, with the reply found in the samples
+    # 1 of 20 verdicts (5%): not said, also when all are in one task of a run; 2 of 21 (9.5%): said, with the
+    # reply found in the samples
     assert conditions.notes(_value(a=_judged(1, 19))) == []
+    assert conditions.notes(_value(a=_judged(0, 18), b=_judged(1, 1))) == []  # 1 of 20 over the run, not 1 of 2
     (line,) = conditions.notes(_value(a=_judged(1, 19), b=_judged(1, 0)), samples)
     assert line == ("lmms-spatial: 2 of 21 verdicts of the judge j (rubric odi_open) could not be read (10%): left "
                     "out of judge_score, counted in judge_unparsed; e.g. 'I think it is fine'. Check the judge model "

@@ -266,15 +266,16 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *,
 
 EXAMPLE_CHAT_MODEL = "qwen2_5_vl --model_args pretrained=Qwen/Qwen2.5-VL-7B-Instruct"
 NOT_SCORED_KEY = "not_scored,none"  # results["results"][task] of a with-map task answered without maps
+NO_MAP = "no map"
 
 
 def annotate(results: dict, conditions: Mapping[str, Any]) -> None:
-    """Name in lmms-eval's results table why a with-map task's scores are NaN (in place)."""
+    """Name in lmms-eval's results table why a with-map task's scores are NaN (in place): ``not_scored: no map``
+    (short, so lmms-eval's value column keeps its width; the run's last lines say the rest)."""
     table = results.get("results") or {}
-    label = (conditions.get("model") or {}).get("label") or "the model"
     for task, entry in (conditions.get("tasks") or {}).items():
         if entry.get("map_source") == "none" and isinstance(table.get(task), dict):
-            table[task][NOT_SCORED_KEY] = f"no map: {label} drew none (see the run's last lines)"
+            table[task][NOT_SCORED_KEY] = NO_MAP
 
 
 # --- the run's last lines -----------------------------------------------------------------------------
@@ -320,13 +321,13 @@ def notes(conditions: Mapping[str, Any], samples: Mapping[str, list[dict]] | Non
     by_rubric: dict[tuple[str, str], list[str]] = {}
     for task, entry in sorted(tasks.items()):
         judge = entry.get("judge") or {}
-        if judge.get("kind") == "llm" and judge.get("unparsed"):
+        if judge.get("kind") == "llm" and judge.get("scored") is not None:  # every task this judge scored
             by_rubric.setdefault((judge["model"], judge["rubric"]), []).append(task)
     for (judge_model, rubric), names in sorted(by_rubric.items()):
         unparsed = sum(tasks[t]["judge"]["unparsed"] for t in names)
         scored = sum(tasks[t]["judge"].get("scored", 0) for t in names)
         answered = scored if rubric in SCORED_UNPARSED else scored + unparsed
-        if not answered or unparsed / answered <= UNPARSED_NOTE_SHARE:
+        if not unparsed or unparsed / answered <= UNPARSED_NOTE_SHARE:
             continue
         shown = example_verdict(samples or {}, names)
         if shown is None and callable(example):
