@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import sqlite3
 from pathlib import Path
@@ -133,25 +134,40 @@ def _official_score(skill: str, truth: str, reply: str) -> float:
     return float(pred == gt)
 
 
-def test_every_osr_task_scores_exactly_the_seeded_random_guesses(lmms_eval, osr_docs):
+def test_every_osr_task_scores_exactly_the_seeded_random_guesses_and_no_with_map_number_without_a_map(
+    lmms_eval, osr_docs
+):
     run = lmms_eval("--model", "random_choice", "--model_args", "seed=1", "--tasks", "osr_bench")
-    results = run.results["results"]
+    assert run.returncode == 0, run.stderr[-3000:]
+    results, conditions = run.results["results"], run.results["lmms_spatial"]["tasks"]
     for config in ("standard", "negative"):
         assert results[f"osr_cogmap_{config}"]["format_success_rate,none"] == 0.0  # a guess is not a map
-        for protocol in ("qa", "qa_cogmap"):
-            for mode in ("vanilla", "think"):
-                task = f"osr_{protocol}_{config}_{mode}"
-                scores = []
-                for i, doc in enumerate(osr_docs[config]):
-                    # random_choice's documented rule: random.Random(f"{seed}:{task}:{doc_id}").choice(space)
-                    guess = random.Random(f"1:{task}:{i}").choice(_random_space(doc))
-                    assert run.samples[task][i]["filtered_resps"] == guess, (task, i)
-                    # think mode reads the whole reply when it has no <answer> tag: the same score
-                    scores.append(_official_score(doc["skill"], doc["answer"], guess))
-                assert results[task]["accuracy,none"] == pytest.approx(sum(scores) / len(scores)), task
-                assert results[task]["unparsed_rate,none"] == 0.0, task  # every guess is a count or a name
-    # a plain model has no map stage: the records say so instead of inventing one
-    assert run.samples["osr_qa_cogmap_standard_vanilla"][0]["accuracy"]["stage_outputs"] == {"osr_cogmap": None}
+        for mode in ("vanilla", "think"):
+            task = f"osr_qa_{config}_{mode}"
+            scores = []
+            for i, doc in enumerate(osr_docs[config]):
+                # random_choice's documented rule: random.Random(f"{seed}:{task}:{doc_id}").choice(space)
+                guess = random.Random(f"1:{task}:{i}").choice(_random_space(doc))
+                assert run.samples[task][i]["filtered_resps"] == guess, (task, i)
+                # think mode reads the whole reply when it has no <answer> tag: the same score
+                scores.append(_official_score(doc["skill"], doc["answer"], guess))
+            assert results[task]["accuracy,none"] == pytest.approx(sum(scores) / len(scores)), task
+            assert results[task]["unparsed_rate,none"] == 0.0, task  # every guess is a count or a name
+            # random_choice is not a chat model: no map was drawn, so nothing is scored "with the map"
+            with_map = f"osr_qa_cogmap_{config}_{mode}"
+            n = len(run.samples[with_map])
+            assert math.isnan(results[with_map]["accuracy,none"]) and math.isnan(results[with_map]["overall,none"])
+            assert results[with_map]["answers_without_map,none"] == n == (8 if config == "standard" else 12)
+            assert results[with_map]["not_scored,none"] == "no map"
+            assert conditions[with_map]["map_source"] == "none" and conditions[task]["map_source"] is None
+    record = run.samples["osr_qa_cogmap_standard_vanilla"][0]["accuracy"]
+    assert record["stage_outputs"] == {"osr_cogmap": None} and "score" not in record  # the answer is kept, unscored
+    assert record["reason"].startswith("no_map:")
+    last = run.stderr.strip().splitlines()[-1]
+    with_map = "osr_qa_cogmap_negative_think, osr_qa_cogmap_negative_vanilla, osr_qa_cogmap_standard_think, "
+    assert last.startswith(f"lmms-spatial: {with_map}osr_qa_cogmap_standard_vanilla: not scored (NaN)")
+    assert last.endswith("--tasks osr_qa_cogmap_negative_think,osr_qa_cogmap_negative_vanilla,"
+                         "osr_qa_cogmap_standard_think,osr_qa_cogmap_standard_vanilla")  # fmt: skip
 
 
 def test_staged_qwen_makes_one_map_per_image_and_reuses_it_for_every_question(lmms_eval, tiny_qwen2_5_vl, tmp_path):

@@ -193,14 +193,46 @@ def test_unreachable_judge_is_recorded_with_its_reason():
 def test_open_aggregations_count_failures_unparsed_and_cache_hits():
     records = [
         {"score": 1.0, "cached": True, "fallback": False, "reason": "judge_score_1"},
-        {"score": 0.0, "cached": False, "fallback": False, "reason": "judge_unparsed"},
+        {"score": 0.5, "cached": False, "fallback": False, "reason": "judge_score_0.5"},
+        {"failed": False, "cached": True, "fallback": False, "reason": "judge_unparsed"},  # no score: left out
         {"failed": True, "reason": "judge_failed:X"},
     ]
-    assert adapter.aggregate_judge_score(records) == 0.5
+    assert adapter.aggregate_judge_score(records) == 0.75  # (1 + 0.5) / 2: neither the failure nor the unreadable
     assert adapter.aggregate_failures(records) == 1
     assert adapter.aggregate_unparsed(records) == 1
-    assert adapter.aggregate_cache_hits(records) == 1
+    assert adapter.aggregate_cache_hits(records) == 2
     assert adapter.aggregate_fallback_share(records) == 0.0
+
+
+class _Unreadable:
+    """A judge whose verdict no rule could read (what the judge layer returns after its re-asks)."""
+
+    def score(self, item):
+        from lmms_spatial.judge import Verdict
+
+        return Verdict(0.0, "judge_unparsed", "I would rather not say.", "fake-judge", "odi_open", "1.0", False)
+
+
+def test_an_unreadable_verdict_is_a_fault_of_the_judge_not_a_0_of_the_model():
+    record = adapter.score_open(YES_NO, "Yes", judge=_Unreadable())
+    assert "score" not in record and record["failed"] is False
+    assert (record["reason"], record["judge_reply"]) == ("judge_unparsed", "I would rather not say.")
+    records = [record, dict(record)]
+    assert adapter.aggregate_unparsed(records) == 2 and adapter.aggregate_failures(records) == 0
+    assert adapter.aggregate_judge_score(records) != adapter.aggregate_judge_score(records)  # NaN, never 0
+
+
+def test_the_open_ended_log_line_counts_unreadable_verdicts_apart_from_scored_ones():
+    from loguru import logger
+
+    lines: list[str] = []
+    sink = logger.add(lines.append, format="{message}", level="INFO")
+    try:
+        adapter.aggregate_judge_score([adapter.score_open(YES_NO, "Yes", judge=_Unreadable()) for _ in range(3)])
+    finally:
+        logger.remove(sink)
+    (line,) = [line for line in lines if line.startswith("ODI-Bench open-ended")]
+    assert line.strip().endswith("0 scored, 0 judge failures, 3 verdicts unreadable")
 
 
 def test_open_scoring_from_four_threads_uses_one_judge_and_gives_per_item_results(monkeypatch, tmp_path):

@@ -168,14 +168,46 @@ def test_a_judge_failure_is_recorded_and_left_out_not_raised(monkeypatch):
     reset_judges()
 
 
-def test_without_the_staged_model_the_record_says_no_map_was_generated():
+def test_an_answer_given_without_a_map_is_kept_and_not_scored_as_one_given_with_it():
     stages.clear()
-    out = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DOC, ["Front Left"])
-    assert out["accuracy"]["stage_outputs"] == {"osr_cogmap": None}
+    out = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DOC, ["Front Left"])  # right, but no map was drawn
+    record = out["accuracy"]
+    assert record["stage_outputs"] == {"osr_cogmap": None} and "score" not in record
+    assert record["reason"] == adapter.NO_MAP_REASON and record["rule_reason"] == "exact_match:reply"
+    assert out["relative_direction"] != out["relative_direction"] and out["unparsed_rate"] != out["unparsed_rate"]
+    assert out["answers_without_map"] == 1.0 and out["chance_level"] == 1 / 8  # chance is the question's
+    assert adapter.aggregate_score([record]) != adapter.aggregate_score([record])  # NaN, not 0 and not 1
+    assert adapter.aggregate_overall([record]) != adapter.aggregate_overall([record])
+
     stages.record("osr_cogmap", "standard:s1", '{"tv": [[1, 1]]}')
     out = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DOC, ["Front Left"])
     assert out["accuracy"]["stage_outputs"]["osr_cogmap"] == {"key": "standard:s1", "output": '{"tv": [[1, 1]]}'}
+    assert out["accuracy"]["score"] == 1.0 and out["answers_without_map"] == 0.0
+    assert adapter.aggregate_sum([0.0, 1.0, 1.0]) == 2
     stages.clear()
+
+
+def test_without_a_map_the_llm_evaluator_is_not_asked(monkeypatch):
+    def no_judge(*args, **kwargs):
+        raise AssertionError("the judge was asked about an answer given without a map")
+
+    monkeypatch.setattr("lmms_spatial.judge.get_judge", no_judge)
+    stages.clear()
+    out = adapter.PROCESSORS["qa_cogmap_negative_think"](DOC, ["<answer>Front Left</answer>"])
+    assert out["llm_accuracy"] == {"failed": False, "reason": adapter.NO_MAP_REASON}
+    assert (
+        adapter.aggregate_failures([out["judge_failures"]]) == 0
+        and adapter.aggregate_unparsed([out["judge_unparsed"]]) == 0
+    )
+    assert adapter.aggregate_judged([out["llm_accuracy"]]) != adapter.aggregate_judged([out["llm_accuracy"]])  # NaN
+
+
+def test_an_unreadable_verdict_of_the_osr_evaluator_scores_0_as_officially_and_is_counted():
+    # official evaluation/llm_evaluator.py: json.loads fails or "score" is missing -> score 0
+    unreadable = {"failed": False, "score": 0.0, "reason": "judge_unparsed"}
+    judged = [unreadable, {"failed": False, "score": 1.0, "reason": "judge_score_1"}, {"failed": True, "reason": "x"}]
+    assert adapter.aggregate_judged(judged) == 0.5  # (0 + 1) / 2: the failure left out, the unreadable verdict a 0
+    assert adapter.aggregate_unparsed(judged) == 1
 
 
 @pytest.mark.parametrize(
