@@ -126,6 +126,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not report["tables"]:
         print("report: no benchmark of this package found in the results", file=sys.stderr)
         return 1
+    for warning in report.get("warnings", []):
+        print(f"report: {warning}", file=sys.stderr)
     if args.out:
         written = write(report, Path(args.out), formats, plots=not args.no_plots)
         if not args.quiet:
@@ -153,7 +155,7 @@ def _cmd_fixture(args: argparse.Namespace) -> int:
 
 
 def _cmd_card(args: argparse.Namespace) -> int:
-    from lmms_spatial.data.cards import CardError, sync_card
+    from lmms_spatial.data.cards import CardError, card_path, sync_card
     from lmms_spatial.data.registry import BENCHMARKS
 
     status = 0
@@ -164,7 +166,7 @@ def _cmd_card(args: argparse.Namespace) -> int:
             print(f"card: {exc}", file=sys.stderr)
             status = 1
             continue
-        where = f"hub_cards/{key}/README.md"
+        where = card_path(key, args.repo)
         if args.check and differed:
             print(f"card: {where} does not declare the features of {key}'s features(); run `lmms-spatial card {key}`",
                   file=sys.stderr)  # fmt: skip
@@ -266,7 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     card.add_argument("benchmarks", nargs="*", help="benchmark keys (default: every registered one)")
     card.add_argument("--check", action="store_true", help="only compare; exit 1 when a card differs")
-    card.add_argument("--repo", default=".", help="repository root holding hub_cards/ (default: current folder)")
+    card.add_argument(
+        "--repo", default=None,
+        help="repository root holding hub_cards/ (default: the current folder's hub_cards/ if it has one, "
+        "else the installed package's cards)",
+    )  # fmt: skip
     card.set_defaults(func=_cmd_card)
     dori = sub.add_parser("dori-report", help="DORI tables, soft accuracy and error analysis from samples files")
     dori.add_argument("runs", nargs="+", help="output folders (or samples files) of finished dori runs")

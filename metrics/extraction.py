@@ -267,7 +267,8 @@ def _match_option_text(text: str, options: Sequence[str], allowed: str) -> Extra
     reply = _normalise_option_text(text)
     if not reply:
         return None
-    normalised = [_normalise_option_text(str(o)) for o in options]
+    # options past the last letter (a 17th) have no letter to be named by: never matched
+    normalised = [_normalise_option_text(str(o)) for o in options[: len(allowed)]]
     for idx, opt in enumerate(normalised):
         if opt and reply == opt:
             return Extraction(allowed[idx], "option_text_exact")
@@ -301,7 +302,7 @@ def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | 
                 return Extraction(by_text.value, f"answer_tag+{by_text.reason}") if by_text.parsed else by_text
         return _unparsed("answer_tag_without_letter")
 
-    ticks = [(m.start(), (m.group(1) or m.group(2)).strip(), "backticks") for m in _BACKTICKS.finditer(text)]
+    ticks = [(m.start(), (m.group(1) or m.group(2) or "").strip(), "backticks") for m in _BACKTICKS.finditer(text)]
     for tier in (_final_declarations(text), _fragments(_DECLARED, text, "declared"), [t for t in ticks if t[1]]):
         decided = _last_declaration(tier, allowed)
         if decided is not None:

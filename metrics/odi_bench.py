@@ -29,8 +29,9 @@ Open-ended judge failures (judge unreachable or not configured) are *not* scored
 record carries ``failed=True`` and a ``reason``, has no ``score``, is left out of every mean
 and is counted in ``judge_failures``. A run therefore never turns an outage into zeros;
 re-running (``--model replay`` on the samples files) fills the gaps from the judge cache.
-A judge reply that cannot be parsed is a verdict (score 0, reason ``judge_unparsed``), as
-the judge layer defines it, and is counted in ``judge_unparsed``.
+A judge reply that cannot be parsed (reason ``judge_unparsed``, after the judge layer's re-asks)
+is a fault of the judge, not a 0 of the model: it has no ``score`` either, is left out of every
+mean and is counted in ``judge_unparsed`` (NaN when no verdict could be read).
 
 Option anchoring (App. D.1.3): for one model run in both settings, the share of questions
 answered right open-ended but wrong close-ended ("option anchoring bias") and the reverse,
@@ -203,7 +204,8 @@ def option_anchoring(
 
     Questions are matched by ``id``. Close-ended right = score 1; open-ended right = judge
     score >= ``open_threshold`` (1.0: fully correct; 0.5 counts partial credit as right).
-    Open-ended judge failures and questions present in only one run are left out (counted).
+    Open-ended answers without a verdict (judge failures, unreadable verdicts) and questions present
+    in only one run are left out (counted: ``open_failed``, ``only_close``, ``only_open``).
 
     ``open_right_close_wrong`` is the paper's "option anchoring bias" share;
     ``close_right_open_wrong`` the reverse ("options as a hint", App. D.1.2). Both are
@@ -296,8 +298,8 @@ def format_anchoring(result: Mapping[str, Any]) -> str:
         lines.append(row(task, r))
     lines.append(row("all", result))
     lines.append(
-        f"(open right = judge score >= {result['open_threshold']:g}; left out: {result['open_failed']} judge failures, "
-        f"{result['only_close']} only close-ended, {result['only_open']} only open-ended)"
+        f"(open right = judge score >= {result['open_threshold']:g}; left out: {result['open_failed']} without a "
+        f"verdict, {result['only_close']} only close-ended, {result['only_open']} only open-ended)"
     )
     return "\n".join(lines)
 

@@ -7,7 +7,9 @@ for hostile replies and for every judge state (unset, ``none``, server down, mal
 go through lmms-eval's real path: ``TaskOutput.calculate_aggregate_metric`` (bootstrap standard errors),
 ``calculate_clt_aggregate_metric``, ``calculate_stability_metrics``, ``consolidate_results`` and the groups'
 ``aggregate_metric_list`` (``consolidate_group_results``). Judge metrics are NaN when no judge scored,
-never 0, and every unjudged item is counted in ``judge_failures``.
+never 0, and every unjudged item is counted in ``judge_failures``. OSR-Bench's with-map tasks are driven both
+with a map in the conversation (the reply itself) and without one: without, they are unscored (NaN), their
+judge not asked.
 """
 
 from __future__ import annotations
@@ -123,7 +125,10 @@ def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, s
     _set_judge(state, monkeypatch, server)
 
     task_dicts = [get_task_dict([root], task_manager) for root in _benchmark_roots(key, task_manager)]
-    for reply in HOSTILE_REPLIES:  # one round per reply: every document answered once, as in a run
+    for round_, reply in enumerate(HOSTILE_REPLIES):  # one round per reply: every document answered once, as in a run
+        mapless = round_ % 2 == 1  # OSR-Bench's with-map tasks: the reply as the map, or no map at all
+        drawn = (lambda stage, key: None) if mapless else (lambda stage, key, r=reply: {"key": key, "output": r})
+        monkeypatch.setattr("lmms_spatial.tasks.osr_bench.adapter.stage_result", drawn)
         results: dict = {}
         leaves: dict[str, int] = {}  # leaf task -> its judge_failures records
         for task_dict in task_dicts:
@@ -138,24 +143,32 @@ def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, s
                         if isinstance(value, dict) and "score" in value:  # lmms-eval's CLT reads it
                             assert _is_finite_number(value["score"]), f"{name}/{metric}: score {value['score']!r}"
                         output.sample_metrics[(metric, "none")].append(value)
-                leaves[name] = len(output.sample_metrics.get(("judge_failures", "none"), []))
+                leaves[name] = len(output.sample_metrics.get(("judge_failures", "none"),
+                                                      output.sample_metrics.get(("accuracy", "none"), [])))  # fmt: skip
                 output.calculate_aggregate_metric(bootstrap_iters=100000)
                 output.calculate_clt_aggregate_metric()
                 output.calculate_stability_metrics()
                 outputs.append(output)
             task_results, _samples, _configs, versions, _shots, _hib = consolidate_results(outputs)
             results.update(consolidate_group_results(task_results, versions, task_dict)[0])
-        _check(key, state, reply, results, leaves)
+        _check(key, state, reply, results, leaves, mapless)
 
 
-def _check(key: str, state: str, reply: str, results: dict, leaves: dict[str, int]) -> None:
-    where = f"{key}, judge {state}, reply {reply[:20]!r}"
+def _check(key: str, state: str, reply: str, results: dict, leaves: dict[str, int], mapless: bool) -> None:
+    where = f"{key}, judge {state}, reply {reply[:20]!r}{', no map' if mapless else ''}"
     assert results, where
     for name, metrics in results.items():
+        unscored = mapless and name.startswith("osr_qa_cogmap_")  # answered without the map the task asks after
+        if unscored:
+            assert math.isnan(metrics["accuracy,none"]) and metrics["answers_without_map,none"] == leaves[name], where
         for metric, value in metrics.items():
             if metric in ("alias", " ", "samples") or "," not in metric:
                 continue
             assert value == "N/A" or isinstance(value, (int, float)), f"{where}: {name} {metric}: {value!r}"
+            if unscored and metric.split(",")[0] in (*JUDGE_SCORES, "judge_failures"):
+                judge_failures = metric.startswith("judge_failures,")
+                assert value == 0 if judge_failures else math.isnan(value), f"{where}: {name} {metric}: {value!r}"
+                continue
             if metric.split(",")[0] in JUDGE_SCORES:
                 if state == "working":
                     assert _is_finite_number(value), f"{where}: {name} {metric}: {value!r}"

@@ -10,6 +10,7 @@ the report's tables.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -135,6 +136,20 @@ def test_hub_card_declares_the_features_of_the_benchmark_s_schema(key):
         declared = datasets.Features._from_yaml_list(entry["features"])
         assert declared == features(key), f"hub_cards/{key}/README.md differs: run `lmms-spatial card {key}`"
     assert not sync_card(key, REPO, check=True)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_card_with_several_configs_marks_exactly_one_default(key):
+    """The viewer opens on the ``default: true`` config (else on the first in alphabetical order): the paper's
+    main one. ``get_default_config_name`` raises for two defaults; one config is its own default."""
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard
+
+    configs = MetadataConfigs.from_dataset_card_data(DatasetCard.load(REPO / "hub_cards" / key / "README.md").data)
+    default = configs.get_default_config_name()
+    assert default in configs, f"hub_cards/{key}/README.md: mark the paper's main config `default: true`"
+    if len(configs) == 1:
+        assert not any(c.get("default") for c in configs.values())
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -325,6 +340,89 @@ def test_the_demo_of_the_benchmark_alone_exits_0_with_its_report(key, demo_run):
     assert run.returncode == 0, run.stderr[-4000:]
     for task in DEMO_BENCHMARKS[key][1]:
         assert f"\n{task} " in run.stdout, f"{task} missing from the demo table"
-    md = (run.out / "report" / "report.md").read_text()
-    assert md.count("\n### ") >= 1 and "report written:" in run.stdout
+    assert "report written:" in run.stdout
     assert (run.out / "report" / "report.csv").stat().st_size > 0 and (run.out / "report" / "report.tex").exists()
+    md = (run.out / "report" / "report.md").read_text()
+    _check_report_cell(key, md, _demo_results(run.out / "results"), run.out / "results")
+
+
+# Per benchmark, one cell its demo report must show: (table heading, column, its tasks, metric, decimals,
+# scale, what the demo's replies are); a column of several tasks is their unweighted mean (DORI's Avg. C,
+# MMPerspective's PAcc). The demo's model is random_choice, which replies one of the question's own letters:
+# for a multiple-choice task ("letters") nothing is unparsed and the value is the share of replies equal to
+# the sample's target; where the task wants a map ("not maps") everything is unparsed and scores 0. The
+# unparsed row must show that rate, the chance row the tasks' chance_level, in the table's format.
+_DORI_COARSE = tuple(
+    f"dori_{t}_coarse"
+    for t in (
+        "view_parallelism",
+        "directional_facing",
+        "single_axis_rotation",
+        "compound_rotation",
+        "inter_object_direction",
+        "viewer_scene_direction",
+        "canonical_orientation",
+    )
+)
+REPORT_CELLS = {
+    "dori": ("DORI Table 2: accuracy per question type (C coarse, G granular)", "Avg. C", _DORI_COARSE, "accuracy",
+             1, 100, "letters"),
+    "mmperspective": ("MMPerspective Table 1: accuracy and robustness", "PAcc",
+                      ("mmperspective_vpp", "mmperspective_clp", "mmperspective_vap", "mmperspective_ldp"),
+                      "accuracy", 1, 100, "letters"),
+    "mmsi": ("MMSI-Bench: overall, per category, circular", "Avg.", ("mmsi_vanilla",), "accuracy", 1, 100,
+             "letters"),
+    "odi_bench": ("ODI-Bench Table 2: close setting", "OA", ("odi_bench_close_object_attribute",), "accuracy", 2,
+                  100, "letters"),
+    # a map has no chance level
+    "osr_bench": ("OSR-Bench Table 2: cognitive map generation", "F1", ("osr_cogmap_standard",), "cogmap_f1", 3, 1,
+                  "not maps"),
+}  # fmt: skip
+
+
+def _demo_results(folder: Path) -> dict:
+    results: dict = {}
+    for path in sorted(folder.glob("*_results.json")):
+        results.update(json.loads(path.read_text())["results"])
+    return results
+
+
+def _markdown_table(md: str, heading: str) -> dict[str, dict[str, str]]:
+    """{row label: {column: cell}} of the table under ``### heading``."""
+    assert f"\n### {heading}\n" in md, f"no table {heading!r} in the report"
+    section = md.split(f"\n### {heading}\n", 1)[1].split("\n#", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("|---")]
+    header = [c.strip() for c in lines[0].strip("|").split(" | ")]
+    rows = {}
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        rows[cells[0]] = dict(zip(header[1:], cells[1:], strict=True))
+    return rows
+
+
+def _check_report_cell(key: str, md: str, results: dict, folder: Path) -> None:
+    assert key in REPORT_CELLS, f"{key}: add the cell its demo report must show to REPORT_CELLS"
+    heading, column, tasks, metric, decimals, scale, replies = REPORT_CELLS[key]
+    rows = _markdown_table(md, heading)
+
+    def mean(values) -> float:
+        values = list(values)
+        return sum(values) / len(values)
+
+    def shown(value: float) -> str:
+        return f"{value * scale:.{decimals}f}"
+
+    def share_right(task: str) -> float:
+        (samples,) = folder.glob(f"*_samples_{task}.jsonl")
+        lines = [json.loads(line) for line in samples.read_text().splitlines()]
+        return mean(line["filtered_resps"] == line["target"] for line in lines)
+
+    value, unparsed = (mean(share_right(t) for t in tasks), 0.0) if replies == "letters" else (0.0, 1.0)
+    reported = {name: mean(results[t][f"{name},none"] for t in tasks) for name in (metric, "unparsed_rate")}
+    model = rows["**random\\_choice**"][column]  # "50.0 [0.0, 100.0]": the value, then its bootstrap CI
+    assert model.split(" [")[0] == shown(value) == shown(reported[metric]), (key, model, value, reported)
+    assert rows["*random\\_choice unparsed*"][column] == shown(unparsed) == shown(reported["unparsed_rate"]), key
+    if replies == "letters":
+        chance = mean(results[t]["chance_level,none"] for t in tasks)
+        assert rows["*chance level*"][column] == shown(chance), key
+    assert any(label.endswith("(published)") for label in rows), f"{key}: no published row next to the run"

@@ -46,6 +46,13 @@ def card_configs(key: str) -> dict[str, list[dict]]:
     return {name: list(config["data_files"]) for name, config in configs.items()}
 
 
+def default_config(key: str) -> str | None:
+    """The config the card marks ``default: true`` (or names ``default``, or its only one): what the viewer opens on."""
+    from datasets.utils.metadata import MetadataConfigs
+
+    return MetadataConfigs.from_dataset_card_data(load_card(key).data).get_default_config_name()
+
+
 def card_features(key: str) -> dict[str, datasets.Features]:
     """{config name: the features its ``dataset_info`` declares}."""
     from datasets.info import DatasetInfosDict
@@ -124,14 +131,30 @@ def with_features(front: dict[str, Any], features: Any) -> dict[str, Any]:
     return out
 
 
-def card_path(key: str, repo: Path | str = ".") -> Path:
-    return Path(repo) / "hub_cards" / key / "README.md"
+def installed_cards() -> Path:
+    """The folder of the installed package's cards (``lmms_spatial.hub_cards``; a checkout's ``hub_cards/``
+    when installed in editable mode)."""
+    return Path(str(files("lmms_spatial.hub_cards")))
 
 
-def sync_card(key: str, repo: Path | str = ".", check: bool = False) -> bool:
+def cards_dir(repo: Path | str | None = None) -> Path:
+    """The folder holding ``<key>/README.md``: ``repo/hub_cards``; without ``repo``, the current folder's
+    ``hub_cards/`` when it has one (a checkout), else the installed package's cards."""
+    if repo is not None:
+        return Path(repo) / "hub_cards"
+    here = Path.cwd() / "hub_cards"
+    return here if here.is_dir() else installed_cards()
+
+
+def card_path(key: str, repo: Path | str | None = None) -> Path:
+    return cards_dir(repo) / key / "README.md"
+
+
+def sync_card(key: str, repo: Path | str | None = None, check: bool = False) -> bool:
     """Write (or, with ``check``, only compare) benchmark ``key``'s card features from ``features()``.
 
     True when the card's features differed from ``features()`` (compared as YAML, not as text).
+    ``repo``: the repository root holding ``hub_cards/`` (default: see :func:`cards_dir`).
     """
     from lmms_spatial.data.registry import features
 

@@ -29,8 +29,10 @@ One :class:`Judge` per (rubric, config), shared by every thread of a process thr
 * **Secrets**: the API key is redacted from every message we raise or record, also when the
   server echoes it in an error body.
 * **Unparsable replies** are re-asked ``config.parse_retries`` times (the bad reply and the
-  rubric's re-ask message appended to the conversation); then the item scores 0 with reason
-  ``judge_unparsed``, is counted in :attr:`JudgeStats.unparsed` and cached like any verdict.
+  rubric's re-ask message appended to the conversation); then the verdict has reason
+  ``judge_unparsed`` (score 0), is counted in :attr:`JudgeStats.unparsed` (the first such reply kept
+  as :attr:`JudgeStats.example_unparsed`) and cached like any verdict. What it counts for is the
+  task's rule: ODI-Bench leaves it out of its means, OSR-Bench keeps its official evaluator's 0.
 """
 
 from __future__ import annotations
@@ -272,6 +274,8 @@ class Judge:
         )
 
     def _count(self, verdict: Verdict) -> Verdict:
+        if verdict.reason == UNPARSED_REASON:
+            self.stats.note_unparsed(verdict.raw_reply)
         self.stats.add(
             items=1,
             cache_hits=int(verdict.cached),

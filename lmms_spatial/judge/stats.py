@@ -22,7 +22,8 @@ class JudgeStats:
     ``cache_hits``: items answered from the on-disk cache (or by an identical in-flight request);
     ``unparsed``: items scored 0 with reason ``judge_unparsed`` (fresh or from the cache);
     ``fallback``: items scored by the rubric's rule-based fallback (judge ``none``);
-    ``items``: verdicts returned.
+    ``items``: verdicts returned;
+    ``example_unparsed``: the first reply no rule could read (for the run's last lines).
     """
 
     judge_model: str
@@ -34,6 +35,7 @@ class JudgeStats:
     unparsed: int = 0
     fallback: int = 0
     items: int = 0
+    example_unparsed: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **counts: int) -> None:
@@ -43,6 +45,12 @@ class JudgeStats:
                 if name.startswith("_") or not isinstance(getattr(self, name, None), int):
                     raise AttributeError(f"JudgeStats has no counter {name!r}")
                 setattr(self, name, getattr(self, name) + value)
+
+    def note_unparsed(self, reply: str | None) -> None:
+        """Keep the first unreadable reply as the example."""
+        with self._lock:
+            if self.example_unparsed is None and reply is not None:
+                self.example_unparsed = reply
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready snapshot."""

@@ -19,8 +19,11 @@ earlier one), each *distinct* (stage, key) once - one map per image, not one per
 all of a round in one call to the base model's ``generate_until``, so the base model batches
 them as usual; then the final turns are generated in one call. ``stage_cache`` (a SQLite file
 or folder) keeps stage outputs across runs, keyed by base model, stage, key and the stage
-prompt's text, so an interrupted or repeated run does not regenerate them. Model calls per
-image for ``osr_qa_cogmap``: 1 + its number of questions.
+prompt's text, so an interrupted or repeated run does not regenerate them. In a run of our tasks
+that keeps its answers (:mod:`lmms_spatial.plugin.resume`) the stage cache defaults to
+``lmms_spatial_stages.sqlite`` in the answers folder: a resumed run's answers taken from lmms-eval's
+response cache still record the map they were given. Model calls per image for ``osr_qa_cogmap``:
+1 + its number of questions.
 """
 
 from __future__ import annotations
@@ -91,6 +94,9 @@ class StageCache:
         self._db = sqlite3.connect(str(path), check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS stages (id TEXT PRIMARY KEY, output TEXT NOT NULL)")
+        # the last output per (model, stage, key), whatever its prompt: what a resumed run's answers were given
+        self._db.execute("CREATE TABLE IF NOT EXISTS latest (model TEXT, stage TEXT, key TEXT, output TEXT NOT NULL, "
+                         "PRIMARY KEY (model, stage, key))")  # fmt: skip
         self._db.commit()
 
     @staticmethod
@@ -102,10 +108,21 @@ class StageCache:
             row = self._db.execute("SELECT output FROM stages WHERE id = ?", (cache_key,)).fetchone()
         return None if row is None else row[0]
 
-    def put(self, cache_key: str, output: str) -> None:
+    def put(self, cache_key: str, output: str, *, model: str | None = None, stage: str | None = None,
+            key: str | None = None) -> None:  # fmt: skip
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO stages VALUES (?, ?)", (cache_key, output))
+            if model is not None and stage is not None and key is not None:
+                self._db.execute("INSERT OR REPLACE INTO latest VALUES (?, ?, ?, ?)", (model, stage, key, output))
             self._db.commit()
+
+    def latest(self, model: str, stage: str, key: str) -> str | None:
+        """The output last stored for ``(model, stage, key)``."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT output FROM latest WHERE model = ? AND stage = ? AND key = ?", (model, stage, key)
+            ).fetchone()
+        return None if row is None else row[0]
 
 
 @dataclass
@@ -118,6 +135,20 @@ class StageJob:
     key: str
     messages: list[dict]
     gen: dict | None = None
+
+
+class _OwnGenerate:
+    """An lmms-eval model as a stage engine built around it sees it: its ``generate_until`` as it was before
+    the run wrapped it, every other attribute its own."""
+
+    def __init__(self, lm: Any, generate_until: Any) -> None:
+        self._lm = lm
+        self.generate_until = generate_until
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_lm":
+            raise AttributeError(name)
+        return getattr(self._lm, name)
 
 
 class Staged(lmms):
@@ -133,8 +164,43 @@ class Staged(lmms):
         if getattr(self.base, "is_simple", True):
             raise ValueError(f"staged: base model {base!r} is a simple (non-chat) model; stages need chat messages")
         self.model_id = f"{base}:{base_args.get('pretrained', base_args.get('model_version', ''))}"
-        self.cache = StageCache(stage_cache) if stage_cache else None
+        self.cache: StageCache | None = None
+        if stage_cache:
+            self.use_stage_cache(stage_cache)
         self.calls = {"stage": 0, "final": 0, "stage_cache_hits": 0}
+
+    @classmethod
+    def around(cls, lm: Any, generate_until: Any, model_id: str) -> Staged:
+        """A stage engine for a chat model lmms-eval already built (a run of ours that asks for a stage with a
+        model that is not ``staged``: :mod:`lmms_spatial.plugin.maps`); ``generate_until`` is the model's own."""
+        engine = cls.__new__(cls)
+        lmms.__init__(engine)
+        engine.chunk_size = DEFAULT_CHUNK_SIZE
+        engine.base_name = model_id
+        engine.base = _OwnGenerate(lm, generate_until)
+        engine.task_dict = lm.task_dict
+        engine.model_id = model_id
+        engine.cache = None
+        engine.calls = {"stage": 0, "final": 0, "stage_cache_hits": 0}
+        return engine
+
+    STAGES_FILE = "lmms_spatial_stages.sqlite"
+
+    def use_stage_cache(self, path: str | Path) -> None:
+        """Keep stage outputs in ``path`` (a ``.sqlite`` file or a folder), and let answers from lmms-eval's
+        response cache find the map they were given there (:func:`lmms_spatial.models.stages.add_store`)."""
+        self.cache = StageCache(path)
+        stages.add_store(self._kept_stage)
+
+    def keep_stages_with_answers(self, answers: str | Path) -> None:
+        """The default stage cache of a run that keeps its answers in ``answers`` (a folder or a ``.db`` file):
+        ``lmms_spatial_stages.sqlite`` beside them, unless ``stage_cache`` was given."""
+        if self.cache is None:
+            folder = Path(answers).expanduser()
+            self.use_stage_cache((folder.parent if folder.suffix else folder) / self.STAGES_FILE)
+
+    def _kept_stage(self, stage: str, key: str) -> str | None:
+        return None if self.cache is None else self.cache.latest(self.model_id, stage, key)
 
     @property
     def resume_chunk_size(self) -> int:
@@ -210,7 +276,7 @@ class Staged(lmms):
         for ident, text in zip(idents, texts, strict=True):
             outputs[ident] = text
             if pending[ident][1] is not None:
-                self.cache.put(pending[ident][1], text)
+                self.cache.put(pending[ident][1], text, model=self.model_id, stage=ident[0], key=ident[1])
         return [outputs[(j.stage, j.key, _prompt_fingerprint(j.messages))] for j in jobs]
 
     # read by lmms_spatial.prefetch: documents are read in document order, a chunk at a time, so
@@ -285,7 +351,7 @@ class Staged(lmms):
                 outputs[ident] = text
                 stages.record(*ident, text)
                 if self.cache is not None and pending[ident][2] is not None:
-                    self.cache.put(pending[ident][2], text)
+                    self.cache.put(pending[ident][2], text, model=self.model_id, stage=ident[0], key=ident[1])
         finals = [
             self._instance(request, stages.filled(messages, outputs))
             for request, messages in zip(requests, conversations, strict=True)

@@ -8,6 +8,10 @@ it before asking the final question. Outputs are also recorded here, in-process,
 ``process_results`` can log them next to the score (and ``replay`` restores them from samples
 files, so a re-score logs the same maps).
 
+A model that keeps its stage outputs on disk registers a lookup (:func:`add_store`): an answer a
+resumed run takes from lmms-eval's response cache was never generated in this process, and its
+record still shows the map it was given.
+
 The placeholder is an ordinary text turn (so a model that is not ``staged`` fails visibly: the
 text says what it is) with a machine-readable ``lmms_spatial_stage`` field.
 """
@@ -15,13 +19,14 @@ text says what it is) with a machine-readable ``lmms_spatial_stage`` field.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 _FIELD = "lmms_spatial_stage"
 _LOCK = threading.Lock()
 _RESULTS: dict[tuple[str, str], str] = {}
 _ARTIFACTS: dict[tuple[str, str], dict[str, Any]] = {}
+_STORES: list[Callable[[str, str], str | None]] = []  # (stage, key) -> output kept on disk, or None
 # score-record fields holding a structured artefact ({"key": ..., ...}) that replay restores
 ARTIFACT_FIELDS = ("omni_cot",)
 
@@ -65,10 +70,24 @@ def record(stage: str, key: str, output: str) -> None:
         _RESULTS[(stage, key)] = output
 
 
+def add_store(lookup: Callable[[str, str], str | None]) -> None:
+    """Consult ``lookup(stage, key)`` for a stage output not generated in this process (a resumed run)."""
+    with _LOCK:
+        if lookup not in _STORES:
+            _STORES.append(lookup)
+
+
 def stage_result(stage: str, key: str) -> dict[str, Any] | None:
-    """``{"key", "output"}`` of a recorded stage, for sample logs; None if never generated here."""
+    """``{"key", "output"}`` of a recorded stage, for sample logs; None if never generated here nor kept
+    by a registered store (:func:`add_store`)."""
     with _LOCK:
         output = _RESULTS.get((stage, key))
+        stores = list(_STORES)
+    for lookup in stores if output is None else ():
+        output = lookup(stage, key)
+        if output is not None:
+            record(stage, key, output)
+            break
     return None if output is None else {"key": key, "output": output}
 
 
@@ -111,3 +130,4 @@ def clear() -> None:
     with _LOCK:
         _RESULTS.clear()
         _ARTIFACTS.clear()
+        _STORES.clear()

@@ -123,6 +123,11 @@ def without_empty_tasks(task_dict: dict) -> tuple[dict, list[str], dict[str, tup
     return kept, empty, coverage
 
 
+def left_out() -> list[str]:
+    """The tasks of ours the last task dict left out for want of documents."""
+    return list(_empty)
+
+
 def describe_coverage(covered: list[str], empty: list[str]) -> str:
     return f"{len(covered)} of {len(covered) + len(empty)}; {NO_DOCUMENTS}: {', '.join(empty)}"
 

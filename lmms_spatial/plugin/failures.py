@@ -10,6 +10,10 @@ ends with one line per failure and exit status 1:
   of ours): FileNotFoundError: ...``);
 - a run that stopped elsewhere: what is known (the stage, the cause), never a guessed task.
 
+What a user must know about numbers that *were* written (with-map tasks left unscored for want of a
+map, judge verdicts that could not be read) ends the output the same way, as notes that leave the exit
+status alone (:func:`add_note`).
+
 Runs that name none of our tasks keep lmms-eval's behaviour.
 """
 
@@ -25,6 +29,7 @@ EXC_TASK_ATTR = "lmms_spatial_task"  # set on an exception raised while lmms-eva
 
 _lock = threading.Lock()
 _LINES: list[str] = []
+_NOTES: list[str] = []  # printed last like _LINES, without changing the exit status
 _TASK_FAILURES: dict[str, str] = {}  # task -> "stage: cause" (first failure only)
 _exit_registered: list[bool] = []
 
@@ -92,6 +97,19 @@ def add_line(line: str) -> None:
     register_exit()
 
 
+def add_note(line: str) -> None:
+    """A line printed at the very end of the run's output (after lmms-eval's tables); the exit status stays."""
+    with _lock:
+        if line not in _NOTES:
+            _NOTES.append(line)
+    register_exit()
+
+
+def notes() -> list[str]:
+    with _lock:
+        return list(_NOTES)
+
+
 def task_failed(task: str, stage: str, exc: BaseException | str) -> bool:
     """Record that ``task`` failed at ``stage`` (``scoring``, ``aggregation``); True the first time."""
     cause = exc if isinstance(exc, str) else describe(exc)
@@ -130,17 +148,19 @@ def reset() -> None:
     """Forget every failure (tests; a process that runs several evaluations)."""
     with _lock:
         _LINES.clear()
+        _NOTES.clear()
         _TASK_FAILURES.clear()
 
 
 def _exit_if_failed() -> None:
     with _lock:
-        lines = list(_LINES)
-    if lines:
+        lines, notes = list(_LINES), list(_NOTES)
+    if lines or notes:
         sys.stdout.flush()
-        for line in lines:
+        for line in notes + lines:  # a failure is the very last thing said
             print(line, file=sys.stderr)
         sys.stderr.flush()
+    if lines:
         os._exit(1)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,6 @@ from lmms_spatial.metrics.dori import (
     seed_summary,
     table2,
 )
-from lmms_spatial.models.replay import find_samples_files
 
 SHORT_LABELS = {  # Table 2 headers cut to the 11 characters of a C/G column pair
     "view_parallelism": "View Par.",
@@ -46,6 +45,8 @@ SHORT_LABELS = {  # Table 2 headers cut to the 11 characters of a C/G column pai
 
 def load_records(run: Path | str) -> list[dict[str, Any]]:
     """DORI score records of one run (newest samples file per task under ``run``)."""
+    from lmms_spatial.models.replay import find_samples_files  # imports lmms-eval: only when files are searched
+
     records = []
     for task, path in sorted(find_samples_files(str(run)).items()):
         if not task.startswith("dori_"):
@@ -111,7 +112,11 @@ def render_patterns(rows: list[dict[str, Any]]) -> str:
 
 def build_report(runs: list[Path | str]) -> dict[str, Any]:
     """{prompt: {table2, patterns, compound, seeds}} from one or more runs."""
-    per_run = [load_records(run) for run in runs]
+    return report_from_records(runs, [load_records(run) for run in runs])
+
+
+def report_from_records(runs: Sequence[Path | str], per_run: Sequence[list[dict[str, Any]]]) -> dict[str, Any]:
+    """:func:`build_report` from score records already read (one list per run, ``runs`` naming them)."""
     report: dict[str, Any] = {}
     for prompt in sorted({r.get("prompt", "structured") for records in per_run for r in records}):
         selected = [[r for r in records if r.get("prompt", "structured") == prompt] for records in per_run]

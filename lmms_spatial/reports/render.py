@@ -19,9 +19,22 @@ def _digits(table: Table) -> int:
     return table.digits
 
 
-def cell_text(cell: Cell, digits: int, ci: bool = True) -> str:
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def footnotes(table: Table) -> dict[str, int]:
+    """{reason: number} of the table's empty cells that say why, numbered in reading order."""
+    numbers: dict[str, int] = {}
+    for row in table.rows:
+        for cell in row.cells:
+            if cell.value is None and cell.note and cell.note not in numbers:
+                numbers[cell.note] = len(numbers) + 1
+    return numbers
+
+
+def cell_text(cell: Cell, digits: int, ci: bool = True, mark: int | None = None) -> str:
     if cell.value is None or math.isnan(cell.value):
-        return "-"
+        return "-" + (str(mark).translate(_SUPERSCRIPT) if mark else "")
     text = _num(cell.value, digits)
     if cell.err is not None:
         return f"{text} ± {_num(cell.err, digits)}"
@@ -53,14 +66,17 @@ def markdown(table: Table, ci: bool = True) -> str:
     lines = [f"### {table.title}", "", f"Source: {table.source}", ""]
     lines.append("| Model | " + " | ".join(_md(h) for h in table.headers) + " |")
     lines.append("|---|" + "---:|" * len(table.headers))
+    marks = footnotes(table)
     for row in table.rows:
         label = _md(_label(row.label, row.kind))
         if row.kind in ("model", "unparsed", "chance"):
             label = f"**{label}**" if row.kind == "model" else f"*{label}*"
-        lines.append(f"| {label} | " + " | ".join(cell_text(c, digits, ci) for c in row.cells) + " |")
+        texts = [cell_text(c, digits, ci, marks.get(c.note) if c.note else None) for c in row.cells]
+        lines.append(f"| {label} | " + " | ".join(texts) + " |")
     lines.append("")
     if ci:
         lines.append("Model cells: value [bootstrap 95% CI] (per-document resampling); value ± std/sqrt(n) over seeds.")
+    lines.extend(f"- {str(n).translate(_SUPERSCRIPT)} {reason}" for reason, n in marks.items())
     lines.extend(f"- {n}" for n in table.notes)
     return "\n".join(lines) + "\n"
 
@@ -68,15 +84,14 @@ def markdown(table: Table, ci: bool = True) -> str:
 def csv_text(tables: Sequence[Table]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["table", "row", "kind", "column", "value", "ci_low", "ci_high", "seed_error", "n_runs"])
+    w.writerow(["table", "row", "kind", "column", "value", "ci_low", "ci_high", "seed_error", "n_runs", "note"])
     for t in tables:
         for row in t.rows:
             for header, c in zip(t.headers, row.cells, strict=True):
-                if c.value is None:
+                if c.value is None and not c.note:
                     continue
-                w.writerow(
-                    [t.key, row.label, row.kind, header, _fmt(c.value), _fmt(c.lo), _fmt(c.hi), _fmt(c.err), c.n]
-                )
+                w.writerow([t.key, row.label, row.kind, header, _fmt(c.value), _fmt(c.lo), _fmt(c.hi), _fmt(c.err),
+                            c.n if c.value is not None else "", c.note or ""])  # fmt: skip
     return buf.getvalue()
 
 
@@ -112,9 +127,11 @@ def _tex(text: str) -> str:
 def latex(table: Table, ci: bool = True) -> str:
     digits = _digits(table)
 
+    marks = footnotes(table)
+
     def cell(c: Cell) -> str:
         if c.value is None:
-            return "--"
+            return "--" + (f"\\textsuperscript{{{marks[c.note]}}}" if c.note in marks else "")
         text = _num(c.value, digits)
         if c.err is not None:
             return f"{text}$\\pm${_num(c.err, digits)}"
@@ -138,4 +155,7 @@ def latex(table: Table, ci: bool = True) -> str:
         lines.append(label + " & " + " & ".join(cell(c) for c in row.cells) + " \\\\")
         previous = row.kind
     lines += ["\\bottomrule", "\\end{tabular}"]
+    if marks:  # what each empty cell's mark means, under the table
+        notes = "\\\\\n".join(f"\\textsuperscript{{{n}}}~{_tex(reason)}" for reason, n in marks.items())
+        lines.append(f"\\par\\smallskip{{\\footnotesize {notes}\\par}}")
     return "\n".join(lines) + "\n"

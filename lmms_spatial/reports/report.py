@@ -22,7 +22,7 @@ from typing import Any
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import render
 from lmms_spatial.reports.layouts import benchmark_reports
-from lmms_spatial.reports.runs import Run, load_runs
+from lmms_spatial.reports.runs import Run, distinct_runs, load_runs
 from lmms_spatial.reports.tables import SEED, Table, build_tables
 
 FORMATS = ("md", "csv", "latex")
@@ -43,20 +43,50 @@ def analyses(runs: Sequence[Run], diagnose_mmsi: bool = False) -> list[str]:
 def build(
     paths: Sequence[Path | str], labels: list[str] | None = None, seed: int = SEED, diagnose_mmsi: bool = False
 ) -> dict[str, Any]:
-    runs = load_runs(paths, labels)
+    """Every run read once (results, samples, conditions), runs given twice counted once, then the tables
+    and analyses from those values."""
+    runs, warnings = distinct_runs(load_runs(paths, labels))
+    tables = build_tables(runs, seed=seed)
+    warnings += list(dict.fromkeys(w for t in tables for w in t.warnings))
     return {
         "runs": runs,
-        "tables": build_tables(runs, seed=seed),
+        "tables": tables,
         "analyses": analyses(runs, diagnose_mmsi),
         "diagnosed_mmsi": diagnose_mmsi,
+        "warnings": warnings,
     }
+
+
+def describe_run(run: Run) -> str:
+    """One line: the label, the model and its arguments, documents, judge and map, the file."""
+    c = run.conditions
+    tasks = [t for t in c.tasks.values() if not t.empty]
+    parts = [f"{c.model}" + (f" ({c.args})" if c.args else "")]
+    n, of = [t.documents for t in tasks], [t.of for t in tasks]
+    if tasks and None not in n and None not in of:
+        partial = [t for t in tasks if t.partial]
+        parts.append(f"{sum(n)}/{sum(of)} documents" + (f" ({len(partial)} of {len(tasks)} tasks partial)"
+                                                       if partial else ""))  # fmt: skip
+    judges = sorted({t.judge.short() for t in tasks if t.judge is not None})
+    if judges:
+        parts.append("judge: " + "; ".join(judges))
+    maps = sorted({t.map_source for t in tasks if t.map_source is not None})
+    if maps:
+        parts.append("map: " + ", ".join(maps))
+    seed = c.describe_seed(c.tasks)
+    if seed != "seed unknown":
+        parts.append(seed)
+    source = "" if c.recorded else " (conditions derived from an older results file)"
+    return f"- {run.label}: {', '.join(parts)}; `{run.results_file}`{source}"
 
 
 def markdown_report(report: dict[str, Any], plots: Sequence[Path] = ()) -> str:
     runs: list[Run] = report["runs"]
     lines = ["# lmms-spatial report", "", "Runs:", ""]
-    lines += [f"- {r.label}: `{r.results_file}`" for r in runs]
+    lines += [describe_run(r) for r in runs]
     lines.append("")
+    if report.get("warnings"):
+        lines += ["Warnings:", ""] + [f"- {w}" for w in report["warnings"]] + [""]
     lines += [render.markdown(t) for t in report["tables"]]
     if report["analyses"]:
         lines += ["## Analyses (from samples files)", ""] + report["analyses"] + [""]

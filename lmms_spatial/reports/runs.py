@@ -1,28 +1,224 @@
-"""Finished lmms-eval runs as the report reads them: ``*_results.json`` plus its samples files."""
+"""Finished lmms-eval runs as the report reads them, each read once: results, samples and conditions.
+
+A :class:`Run` is one ``*_results.json`` and the samples files written next to it (same timestamp),
+read in one pass by :func:`load_runs`: the metrics, every samples line (less the prompt and the
+document, which the report never reads), and the run's :class:`Conditions`. Tables, pooling,
+footnotes and plots read those values only; nothing is read from disk after loading.
+
+Conditions (what produced the numbers): the short model label, the model and its arguments, the
+seed, and per task the documents evaluated against the split's size, the judge (an LLM, the
+rule-based fallback and its share, or none), the map source of map tasks, the run options and
+whether the task had no documents or failed while scoring. A run of ours records them at the top
+of its results (``"lmms_spatial"``, schema 1: the issue 33 contract); for an older results file the
+same value is derived from what it holds (``config``, ``n-samples``, the samples' score records).
+
+Runs are pooled as seeds of one model only when their conditions are equal except the seed
+(:func:`pool_key`); :func:`distinct_runs` counts a run given twice once.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lmms_spatial import run_options
 
-_SEED_ARG = re.compile(r"(^|,)\s*seed\s*=\s*[^,]*")
+_SEED_ARG = re.compile(r"(^|,)\s*seed\s*=\s*([^,]*)")
+_LABEL_ARGS = ("pretrained", "model_version", "model")  # the model's own name, in this order
+JUDGE_METRICS = frozenset({"judge_score", "llm_accuracy"})  # metrics an LLM judge (or its fallback) scores
+_DROPPED = ("input", "doc", "arguments", "doc_hash", "token_counts")  # samples fields the report never reads
+_DORI_SEED = "LMMS_SPATIAL_DORI_SEED"  # a seed, not a condition: DORI runs of several option seeds pool
+# lmms_spatial.judge.client's FALLBACK_JUDGE and UNPARSED_REASON, as the score records carry them (the judge
+# client is not imported here: reading a report needs no judge code)
+_FALLBACK_JUDGE = "none (rule-based fallback)"
+_UNPARSED_VERDICT = "judge_unparsed"
+
+
+# ---------------------------------------------------------------------------------------
+# conditions
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Who scored a judged task: ``llm`` (model, rubric), ``rule`` (the rule-based fallback, ``share`` of
+    the verdicts) or ``none`` (no verdict at all, ``reason``), with the counts the run recorded."""
+
+    kind: str
+    model: str | None = None
+    rubric: str | None = None
+    rubric_version: str | None = None
+    share: float | None = None
+    scored: int | None = None
+    failures: int | None = None
+    unparsed: int | None = None
+    reason: str | None = None
+
+    def identity(self) -> tuple[Any, ...]:
+        """What two runs must share to be pooled (the counts may differ)."""
+        return (self.kind, self.model, self.rubric, self.rubric_version)
+
+    def describe(self) -> str:
+        rubric = f" (rubric {self.rubric} v{self.rubric_version})" if self.rubric else ""
+        if self.kind == "none":
+            return f"no judge ({self.reason or 'no verdict'})"
+        if self.kind == "rule":
+            share = self.share if self.share is not None else 1.0
+            if share >= 1.0:
+                return f"the rule-based fallback, not an LLM judge{rubric}"
+            return (
+                f"the rule-based fallback for {share:.0%} of the answers, {self.model or 'an LLM judge'} for the rest"
+            )
+        return f"{self.model or 'an LLM judge'}{rubric}"
+
+    def short(self) -> str:
+        """A few words: the LLM judge's model, ``rule-based fallback`` (with its share), or ``none``."""
+        if self.kind == "none":
+            return "none"
+        if self.kind == "rule":
+            share = self.share if self.share is not None else 1.0
+            return "rule-based fallback" if share >= 1.0 else f"rule-based fallback {share:.0%}, {self.model or 'LLM'}"
+        return self.model or "LLM judge"
+
+    def counts(self) -> str:
+        parts = [f"{self.scored} scored"] if self.scored is not None else []
+        if self.failures:
+            parts.append(f"{self.failures} judge failures")
+        if self.unparsed:
+            parts.append(f"{self.unparsed} verdicts unparsed")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class TaskConditions:
+    documents: int | None = None  # evaluated (after --limit)
+    of: int | None = None  # in the split
+    limit: float | None = None
+    judge: Judge | None = None  # None: the task needs no judge
+    map_source: str | None = None  # "own_map" | "none" | "partial"; None: not a map task
+    run_options: tuple[tuple[str, str], ...] | None = None  # None: not recorded (older samples)
+    seed: str | None = None
+    empty: bool = False  # no documents in this release
+    failed: str | None = None  # scoring failed (the message)
+
+    @property
+    def partial(self) -> bool:
+        return self.documents is not None and self.of is not None and self.documents < self.of
+
+    def options(self) -> dict[str, str]:
+        return dict(self.run_options or ())
+
+    def comparable(self) -> tuple[Any, ...]:
+        """Everything that must be equal to pool two runs' task (DORI's option seed is a seed)."""
+        options = tuple((k, v) for k, v in self.options().items() if k != _DORI_SEED)
+        return (self.documents, self.of, self.empty, self.judge.identity() if self.judge else None, self.map_source,
+                options)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Conditions:
+    label: str  # short: pretrained / model_version / model basename, else the model's name
+    model: str
+    args: str  # model_args without seed=
+    seed: str | None = None  # model_args seed= (or the recorded model seed)
+    random_seed: str | None = None  # lmms-eval --seed (config.random_seed)
+    tasks: Mapping[str, TaskConditions] = field(default_factory=dict)
+    recorded: bool = False  # read from the results' "lmms_spatial" key (else derived)
+
+    def task(self, name: str) -> TaskConditions:
+        return self.tasks.get(name) or TaskConditions()
+
+    def seeds(self, tasks: Iterable[str]) -> tuple[Any, ...]:
+        """What makes two runs of equal conditions different seeds."""
+        dori = sorted({self.task(t).options().get(_DORI_SEED) or "" for t in tasks if t in self.tasks})
+        task_seeds = sorted({self.task(t).seed or "" for t in tasks if t in self.tasks})
+        return (self.seed, self.random_seed, tuple(task_seeds), tuple(dori))
+
+    def describe_seed(self, tasks: Iterable[str]) -> str:
+        tasks = list(tasks)
+        dori = sorted({self.task(t).options().get(_DORI_SEED) for t in tasks if t in self.tasks} - {None})
+        if dori:
+            return f"option seed {', '.join(dori)}"
+        if self.seed is not None:
+            return f"seed={self.seed}"
+        task_seeds = sorted({self.task(t).seed for t in tasks if t in self.tasks} - {None})
+        if task_seeds:
+            return f"seed {', '.join(task_seeds)}"
+        return f"--seed {self.random_seed}" if self.random_seed is not None else "seed unknown"
+
+
+def pool_key(run: Run, tasks: Iterable[str]) -> tuple[Any, ...]:
+    """Runs with equal keys differ at most in their seed: they may be pooled as seeds of one model."""
+    c = run.conditions
+    mine = sorted(set(tasks) & set(run.conditions.tasks))
+    return (run.label if run.labelled else None, c.model, c.args, tuple((t, c.task(t).comparable()) for t in mine))
+
+
+def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
+    """What keeps two runs apart, in words (``documents 3/12 vs 12/12 (odi_bench_close_ocr)``)."""
+    ca, cb = a.conditions, b.conditions
+    out = []
+    if a.labelled and b.labelled and a.label != b.label:
+        out.append(f"labels {a.label} vs {b.label}")
+    if ca.model != cb.model:
+        out.append(f"model {ca.model} vs {cb.model}")
+    if ca.args != cb.args:
+        out.append(f"model_args {ca.args or '(none)'} vs {cb.args or '(none)'}")
+    mine = sorted(set(tasks) & (set(ca.tasks) | set(cb.tasks)))
+    only_a = [t for t in mine if t in ca.tasks and t not in cb.tasks]
+    only_b = [t for t in mine if t in cb.tasks and t not in ca.tasks]
+    if only_a or only_b:
+        out.append(f"tasks run {_tasks(only_a) or '-'} vs {_tasks(only_b) or '-'}")
+    both = [t for t in mine if t in ca.tasks and t in cb.tasks]
+
+    def differing(describe) -> None:
+        by_pair: dict[tuple[str, str], list[str]] = {}
+        for t in both:
+            x, y = describe(ca.task(t)), describe(cb.task(t))
+            if x != y:
+                by_pair.setdefault((x, y), []).append(t)
+        out.extend(f"{x} vs {y} ({_tasks(ts)})" for (x, y), ts in by_pair.items())
+
+    differing(lambda tc: f"documents {_fraction(tc)}")
+    differing(lambda tc: "judge " + (tc.judge.describe() if tc.judge else "none needed"))
+    differing(lambda tc: f"map {tc.map_source}")
+    differing(lambda tc: run_options.describe({k: v for k, v in tc.options().items() if k != _DORI_SEED}))
+    if not out:
+        out.append(f"the same conditions and seed ({ca.describe_seed(mine)}) but different results")
+    return out
+
+
+def _fraction(tc: TaskConditions) -> str:
+    if tc.empty:
+        return "none (no documents in this release)"
+    return f"{tc.documents if tc.documents is not None else '?'}/{tc.of if tc.of is not None else '?'}"
+
+
+def _tasks(tasks: Sequence[str]) -> str:
+    return ", ".join(tasks) if len(tasks) <= 3 else f"{', '.join(tasks[:3])} and {len(tasks) - 3} more"
+
+
+# ---------------------------------------------------------------------------------------
+# runs
+# ---------------------------------------------------------------------------------------
 
 
 @dataclass
 class Run:
-    """One ``*_results.json`` and the samples files written next to it (same timestamp)."""
+    """One ``*_results.json``, its samples lines and its conditions, all read when it is loaded."""
 
     results_file: Path
     data: dict[str, Any]
-    label: str
-    _samples: dict[str, list[dict[str, Any]] | None] = field(default_factory=dict, repr=False)
+    label: str  # the name given with --labels, else the short model label
+    conditions: Conditions
+    lines: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)  # task -> samples lines
+    labelled: bool = False  # label from --labels
 
     @property
     def results(self) -> dict[str, dict[str, Any]]:
@@ -38,32 +234,258 @@ class Run:
         return float(raw)
 
     def samples(self, task: str) -> list[dict[str, Any]] | None:
-        """The samples lines of ``task`` (None without a samples file)."""
-        if task not in self._samples:
-            stamp = self.results_file.name[: -len("_results.json")]
-            path = self.results_file.parent / f"{stamp}_samples_{task}.jsonl"
-            if not path.exists():
-                self._samples[task] = None
-            else:
-                lines = path.read_text(encoding="utf-8").splitlines()
-                self._samples[task] = [json.loads(line) for line in lines if line.strip()]
-        return self._samples[task]
+        """The samples lines of ``task`` as loaded (None without a samples file)."""
+        return self.lines.get(task)
+
+    def documents(self, task: str) -> int:
+        """Documents evaluated for ``task`` (0 when unknown)."""
+        return int(self.conditions.task(task).documents or 0)
+
+    def withheld(self, task: str, metric: str) -> str | None:
+        """Why ``metric`` of ``task`` must not be shown, whatever the results file says; None when it may."""
+        tc = self.conditions.tasks.get(task)
+        if task not in self.results and tc is None:
+            return f"{task} not in this run"
+        tc = tc or TaskConditions()
+        if tc.empty:
+            return f"{task}: no documents in this release"
+        if tc.failed:
+            return f"{task}: scoring failed ({tc.failed})"
+        if tc.map_source == "none":
+            return "no map stage: answered without a map drawn by the model (run it with --model staged)"
+        if tc.map_source == "partial":
+            return "map stage: only some answers had the model's own map in the conversation"
+        judge = tc.judge
+        if metric in JUDGE_METRICS and judge is not None:
+            if judge.kind == "none":
+                return (f"no judge: no answer was judged ({judge.reason or 'no verdict'}); set LMMS_SPATIAL_JUDGE "
+                        "and re-score the samples with --model replay")  # fmt: skip
+            if judge.unparsed and not judge.scored:
+                return "judge: every verdict unparsed (no answer scored)"
+        return None
 
     def run_options(self, tasks: Iterable[str]) -> list[dict[str, str]]:
-        """The distinct run options (:mod:`lmms_spatial.run_options`) the samples of ``tasks`` record."""
-        records = []
-        for task in sorted(set(tasks) & set(self.results)):
-            first = next(iter(self.samples(task) or []), {})  # one run, one setting: the first sample says it
-            records += [v for v in first.values() if isinstance(v, dict) and run_options.from_record(v) is not None][:1]
-        return run_options.collect(records)
+        """The distinct run options (:mod:`lmms_spatial.run_options`) recorded for ``tasks``."""
+        chosen = sorted(set(tasks) & set(self.conditions.tasks))
+        found = [self.conditions.task(t).options() for t in chosen if self.conditions.task(t).run_options is not None]
+        return run_options.collect([{run_options.RECORD_KEY: o} for o in found])
+
+    def digest(self, tasks: Iterable[str] | None = None) -> str:
+        """The run's numbers (of ``tasks``, default all): two runs with equal digests hold the same results."""
+        keep = set(self.results) | set(self.data.get("n-samples", {})) if tasks is None else set(tasks)
+        payload = {
+            "results": {t: v for t, v in self.results.items() if t in keep},
+            "n-samples": {t: v for t, v in self.data.get("n-samples", {}).items() if t in keep},
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def short_label(model: str, args: str | Mapping[str, Any] | None) -> str:
+    """The basename of ``pretrained=`` / ``model_version=`` / ``model=`` in ``args``, else ``model``."""
+    parsed = _parse_args(args)
+    for key in _LABEL_ARGS:
+        value = str(parsed.get(key) or "").strip().rstrip("/")
+        if value:
+            return value.rsplit("/", 1)[-1]
+    return model
+
+
+def _parse_args(args: str | Mapping[str, Any] | None) -> dict[str, str]:
+    if isinstance(args, Mapping):
+        return {str(k): str(v) for k, v in args.items()}
+    out = {}
+    for part in str(args or "").split(","):
+        if "=" in part:
+            key, value = part.split("=", 1)
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _args_text(args: str | Mapping[str, Any] | None) -> str:
+    if isinstance(args, Mapping):
+        return ",".join(f"{k}={v}" for k, v in args.items())
+    return str(args or "")
+
+
+def _without_seed(args: str) -> tuple[str, str | None]:
+    match = _SEED_ARG.search(args)
+    seed = match.group(2).strip() if match else None
+    return _SEED_ARG.sub("", args).strip(", "), seed
 
 
 def model_label(data: dict[str, Any]) -> str:
-    """``model`` plus its ``model_args`` without ``seed=``: runs differing only by seed share it."""
+    """The short label of a results file's model (:func:`short_label`)."""
     config = data.get("config", {})
+    return short_label(str(config.get("model") or data.get("model_name") or "model"), config.get("model_args"))
+
+
+def _judge_from_lines(lines: Sequence[Mapping[str, Any]]) -> Judge | None:
+    """The judge of a task from its score records (None when no record is a judge's)."""
+    verdicts = []
+    for line in lines:
+        for value in line.values():
+            if isinstance(value, Mapping) and (
+                "rubric" in value or (value.get("failed") is True and str(value.get("reason", "")).startswith("judge_"))
+            ):
+                verdicts.append(value)
+                break
+    if not verdicts:
+        return None
+    unparsed = sum(1 for v in verdicts if v.get("reason") == _UNPARSED_VERDICT)
+    failed = [v for v in verdicts if v.get("failed") and v.get("reason") != _UNPARSED_VERDICT]
+    answered = [v for v in verdicts if not v.get("failed") or v.get("reason") == _UNPARSED_VERDICT]
+    rule = [v for v in answered if v.get("fallback") or v.get("judge") == _FALLBACK_JUDGE]
+    llm = sorted({str(v.get("judge")) for v in answered if v not in rule and v.get("judge")})
+    rubric = next((v for v in answered if v.get("rubric")), {})
+    counts = {"scored": len(answered) - unparsed, "failures": len(failed), "unparsed": unparsed}
+    common = {"rubric": rubric.get("rubric"), "rubric_version": _str(rubric.get("rubric_version")), **counts}
+    if not answered:
+        reason = str(failed[0].get("reason", "")).removeprefix("judge_failed:").split(":")[0] if failed else None
+        return Judge("none", reason=reason or "no verdict", **counts)
+    if rule:
+        return Judge("rule", model=", ".join(llm) or None, share=len(rule) / len(answered), **common)
+    return Judge("llm", model=", ".join(llm) or None, **common)
+
+
+def _judge_from_results(values: Mapping[str, Any], documents: int | None) -> Judge | None:
+    if "judge_failures,none" not in values:
+        return None
+    failures = _int(values.get("judge_failures,none"))
+    unparsed = _int(values.get("judge_unparsed,none"))
+    share = values.get("judge_fallback_share,none")
+    share = float(share) if isinstance(share, (int, float)) and not math.isnan(share) else None
+    scored = None if documents is None else max(0, documents - (failures or 0) - (unparsed or 0))
+    counts = {"scored": scored, "failures": failures, "unparsed": unparsed}
+    if documents is not None and failures is not None and failures >= documents:
+        return Judge("none", reason="every judge call failed", **counts)
+    if share:
+        return Judge("rule", share=share, **counts)
+    return Judge("llm", **counts)
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _map_source(lines: Sequence[Mapping[str, Any]]) -> str | None:
+    """own_map / none / partial from the records' ``stage_outputs`` (None: not a map task)."""
+    outputs = []
+    for line in lines:
+        record = next((v for v in line.values() if isinstance(v, Mapping) and "stage_outputs" in v), None)
+        if record is not None:
+            stages = record.get("stage_outputs") or {}
+            outputs.append(bool(stages) and all(v is not None for v in stages.values()))
+    if not outputs:
+        return None
+    return "own_map" if all(outputs) else "none" if not any(outputs) else "partial"
+
+
+def _options_from_lines(lines: Sequence[Mapping[str, Any]]) -> dict[str, str] | None:
+    first = next(iter(lines), {})  # one run, one setting: the first sample says it
+    for value in first.values():
+        if isinstance(value, Mapping):
+            options = run_options.from_record(value)
+            if options is not None:
+                return options
+    return None
+
+
+def derive_conditions(data: dict[str, Any], lines: Mapping[str, list[dict[str, Any]]]) -> Conditions:
+    """The conditions of a results file: its ``"lmms_spatial"`` key where it has one, completed (and for
+    older files replaced) by what the file and its samples hold."""
+    config = data.get("config") or {}
     model = str(config.get("model") or data.get("model_name") or "model")
-    args = _SEED_ARG.sub("", str(config.get("model_args") or "")).strip(", ")
-    return f"{model} ({args})" if args else model
+    args, seed = _without_seed(_args_text(config.get("model_args")))
+    random_seed = _str(config.get("random_seed"))
+    limit = config.get("limit")
+    n_samples = data.get("n-samples") or {}
+    results = data.get("results") or {}
+    failed = ((data.get("lmms_spatial") or {}).get("failed_tasks")) or {}
+    from lmms_spatial.plugin.empty_tasks import DOCUMENTS_KEY, NO_DOCUMENTS
+
+    empty = {t for t, v in results.items() if isinstance(v, Mapping) and v.get(DOCUMENTS_KEY) == NO_DOCUMENTS}
+    names = set(n_samples) | set(lines) | empty
+    names |= set(failed) if isinstance(failed, Mapping) else set(failed)
+    tasks = {}
+    for task in sorted(names):
+        counts = n_samples.get(task) or {}
+        documents, of = _int(counts.get("effective")), _int(counts.get("original"))
+        task_lines = lines.get(task) or []
+        judge = _judge_from_lines(task_lines) if task_lines else _judge_from_results(results.get(task, {}), documents)
+        options = _options_from_lines(task_lines)
+        tasks[task] = TaskConditions(
+            documents=documents,
+            of=of,
+            limit=limit,
+            judge=judge,
+            map_source=_map_source(task_lines),
+            run_options=None if options is None else tuple(sorted(options.items())),
+            empty=task in empty,
+            failed=str(failed[task])[:200] if isinstance(failed, Mapping) and task in failed else None,
+        )
+    derived = Conditions(short_label(model, config.get("model_args")), model, args, seed, random_seed, tasks)
+    recorded = data.get("lmms_spatial")
+    if isinstance(recorded, Mapping) and recorded.get("schema"):
+        return _overlay(derived, recorded)
+    return derived
+
+
+def _overlay(derived: Conditions, recorded: Mapping[str, Any]) -> Conditions:
+    """The recorded conditions (issue 33 contract), each absent field taken from the derived ones."""
+    model = recorded.get("model") or {}
+    args, seed = _without_seed(_args_text(model.get("args"))) if model.get("args") is not None else (derived.args, None)
+    tasks = dict(derived.tasks)
+    for task, entry in (recorded.get("tasks") or {}).items():
+        if not isinstance(entry, Mapping):
+            continue
+        old = tasks.get(task) or TaskConditions()
+        judge = old.judge
+        if "judge" in entry:
+            judge = _recorded_judge(entry["judge"], old.judge)
+        options = entry.get("run_options")
+        tasks[task] = TaskConditions(
+            documents=_int(entry["documents"]) if "documents" in entry else old.documents,
+            of=_int(entry["of"]) if "of" in entry else old.of,
+            limit=entry.get("limit", old.limit),
+            judge=judge,
+            map_source=entry.get("map_source", old.map_source),
+            run_options=tuple(sorted((str(k), str(v)) for k, v in options.items()))
+            if isinstance(options, Mapping) else old.run_options,
+            seed=_str(entry["seed"]) if entry.get("seed") is not None else old.seed,
+            empty=old.empty,
+            failed=old.failed,
+        )  # fmt: skip
+    return Conditions(
+        label=str(model.get("label") or derived.label),
+        model=str(model.get("name") or derived.model),
+        args=args,
+        seed=_str(model["seed"]) if model.get("seed") is not None else (seed or derived.seed),
+        random_seed=derived.random_seed if model.get("seed") is None else None,
+        tasks=tasks,
+        recorded=True,
+    )
+
+
+def _recorded_judge(entry: Any, derived: Judge | None) -> Judge | None:
+    if not isinstance(entry, Mapping):
+        return None
+    kind = str(entry.get("kind") or "llm")
+    d = derived or Judge(kind)
+    return Judge(
+        kind,
+        model=_str(entry.get("model")) or d.model,
+        rubric=_str(entry.get("rubric")) or d.rubric,
+        rubric_version=_str(entry.get("rubric_version")) or d.rubric_version,
+        share=float(entry["share"]) if isinstance(entry.get("share"), (int, float)) else d.share,
+        scored=_int(entry.get("scored")) if "scored" in entry else d.scored,
+        failures=_int(entry.get("failures")) if "failures" in entry else d.failures,
+        unparsed=_int(entry.get("unparsed")) if "unparsed" in entry else d.unparsed,
+        reason=_str(entry.get("reason") or entry.get("rule")) or d.reason,
+    )
 
 
 def find_results_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -80,21 +502,62 @@ def find_results_files(paths: Iterable[Path | str]) -> list[Path]:
     return files
 
 
+def _read_lines(path: Path) -> list[dict[str, Any]]:
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                sample = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{number}: not a JSON samples line ({exc})") from None
+            if not isinstance(sample, dict):
+                raise ValueError(f"{path}:{number}: not a samples record (a JSON {type(sample).__name__})")
+            for key in _DROPPED:
+                sample.pop(key, None)
+            out.append(sample)
+    return out
+
+
+def load_run(path: Path, label: str | None = None) -> Run:
+    """One results file, every samples file beside it (same timestamp) and its conditions."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    stamp = path.name[: -len("_results.json")]
+    prefix = f"{stamp}_samples_"
+    lines = {f.name[len(prefix) : -len(".jsonl")]: _read_lines(f) for f in sorted(path.parent.glob(f"{prefix}*.jsonl"))}
+    conditions = derive_conditions(data, lines)
+    return Run(path, data, label or conditions.label, conditions, lines, labelled=label is not None)
+
+
 def load_runs(paths: Iterable[Path | str], labels: list[str] | None = None) -> list[Run]:
-    """Every run found under ``paths``; ``labels`` (one per results file, in order) override the names."""
+    """Every run found under ``paths``, read once; ``labels`` (one per results file, in order) override the names."""
     files = find_results_files(paths)
     if labels and len(labels) != len(files):
         raise ValueError(f"{len(labels)} labels for {len(files)} results files: {[str(f) for f in files]}")
-    runs = []
-    for i, f in enumerate(files):
-        data = json.loads(f.read_text(encoding="utf-8"))
-        runs.append(Run(f, data, labels[i] if labels else model_label(data)))
-    return runs
+    return [load_run(f, labels[i] if labels else None) for i, f in enumerate(files)]
 
 
-def group_by_label(runs: list[Run]) -> dict[str, list[Run]]:
-    """Runs of one model (same label) are seeds of it; first-seen order."""
-    groups: dict[str, list[Run]] = {}
+def distinct_runs(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
+    """``runs`` with each run given twice (the same results file, or a file with the same results,
+    conditions and seed) kept once, and a warning for each one left out."""
+    kept: list[Run] = []
+    warnings = []
     for run in runs:
-        groups.setdefault(run.label, []).append(run)
-    return groups
+        twin = next((k for k in kept if _same_run(k, run)), None)
+        if twin is None:
+            kept.append(run)
+        elif twin.results_file.resolve() == run.results_file.resolve():
+            warnings.append(f"WARNING: {run.results_file} was given twice; counted once")
+        else:
+            warnings.append(f"WARNING: {run.results_file} holds the same results as {twin.results_file} "
+                            f"({twin.label}); counted once, not as a second seed")  # fmt: skip
+    return kept, warnings
+
+
+def _same_run(a: Run, b: Run) -> bool:
+    if a.results_file.resolve() == b.results_file.resolve():
+        return True
+    tasks = set(a.conditions.tasks) | set(b.conditions.tasks)
+    same_seed = a.conditions.seeds(tasks) == b.conditions.seeds(tasks)
+    return same_seed and pool_key(a, tasks) == pool_key(b, tasks) and a.digest() == b.digest()

@@ -44,7 +44,7 @@ from lmms_spatial.data import api_images
 from lmms_spatial.data.erp_image import FULL_RESOLUTION, ResolutionCap, decode_erp
 from lmms_spatial.data.images import BadDocumentError, doc_id_of, require, undecoded
 from lmms_spatial.data.loading import documents_of
-from lmms_spatial.judge import FALLBACK_JUDGE, get_judge
+from lmms_spatial.judge import FALLBACK_JUDGE, UNPARSED_REASON, get_judge
 from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.metrics.extraction import LETTERS, Extraction, extract_choice, extract_yes_no
 
@@ -340,15 +340,21 @@ def with_method_artifacts(record: dict[str, Any], doc: Mapping[str, Any], settin
     return record
 
 
-def _recorded(record: dict[str, Any], doc: Mapping[str, Any], setting: str) -> dict[str, Any]:
-    """The record with what else explains it: Omni-CoT's steps and the run options in effect,
-    the API provider rule that sized its image included (see :func:`api_image_rule`)."""
-    record = run_options.attach(with_method_artifacts(record, doc, setting), "odi_bench")
+def options_in_effect() -> dict[str, str]:
+    """The run options of ODI-Bench in effect, the API provider rule that sizes its images included
+    (see :func:`api_image_rule`)."""
+    options = run_options.in_effect("odi_bench")
     rule = api_image_rule()
     if rule is not None:
-        record[run_options.RECORD_KEY] = dict(
-            sorted({api_images.ENV_API_IMAGES: rule.name, **record[run_options.RECORD_KEY]}.items())
-        )
+        options = dict(sorted({api_images.ENV_API_IMAGES: rule.name, **options}.items()))
+    return options
+
+
+def _recorded(record: dict[str, Any], doc: Mapping[str, Any], setting: str) -> dict[str, Any]:
+    """The record with what else explains it: Omni-CoT's steps and the run options in effect
+    (:func:`options_in_effect`)."""
+    record = with_method_artifacts(record, doc, setting)
+    record[run_options.RECORD_KEY] = options_in_effect()
     return record
 
 
@@ -380,7 +386,10 @@ def score_open(doc: Mapping[str, Any], response: str, judge: Any = None) -> dict
 
     Never raises on model output or judge trouble: an unreachable / unconfigured judge gives
     a record with ``failed=True``, the error as ``reason`` and no ``score`` (left out of the
-    means, counted in ``judge_failures``).
+    means, counted in ``judge_failures``). A verdict the judge wrote but no rule can read
+    (reason ``judge_unparsed``, after the judge layer's re-asks) is a fault of the judge, not a 0
+    of the model: the record keeps the judge's reply and has no ``score`` (left out of the means,
+    counted in ``judge_unparsed``). ODI-Bench publishes no evaluator code that fixes another rule.
     """
     item = judge_item(doc, response)
     record: dict[str, Any] = {"id": str(doc_id_of(doc)), "task": item["task"], "answer_text": item["answer_text"]}
@@ -399,7 +408,6 @@ def score_open(doc: Mapping[str, Any], response: str, judge: Any = None) -> dict
         return record
     record.update(
         failed=False,
-        score=float(verdict.score),
         reason=verdict.reason,
         judge=verdict.judge,
         rubric=verdict.rubric,
@@ -408,6 +416,8 @@ def score_open(doc: Mapping[str, Any], response: str, judge: Any = None) -> dict
         judge_reply=verdict.raw_reply,
         fallback=verdict.judge == FALLBACK_JUDGE,
     )
+    if verdict.reason != UNPARSED_REASON:
+        record["score"] = float(verdict.score)
     return record
 
 
@@ -420,6 +430,12 @@ def process_results_open(doc: dict, results: list) -> dict[str, Any]:
         "judge_cache_hits": record,
         "judge_fallback_share": record,
     }
+
+
+# read by lmms_spatial.plugin.conditions: what a run of these tasks records about its judge and settings
+process_results_open.judge_rubric = JUDGE_RUBRIC
+for _scorer in (process_results, process_results_cot, process_results_open):
+    _scorer.run_options_in_effect = options_in_effect
 
 
 # ---------------------------------------------------------------------------------------
@@ -435,13 +451,19 @@ def aggregate_mean(values: list[float]) -> float:
     return odi.mean(values)
 
 
+def _answered(records: list[dict]) -> list[dict]:
+    """Records the judge answered (scored or unreadable); judge failures excluded."""
+    return [r for r in records if not r.get("failed")]
+
+
 def aggregate_judge_score(records: list[dict]) -> float:
-    judges = sorted({f"{r.get('judge')} ({r.get('rubric')}@{r.get('rubric_version')})" for r in odi.scored(records)})
-    failed = odi.count_where(records, "failed")
+    answered = _answered(records)
+    judges = sorted({f"{r.get('judge')} ({r.get('rubric')}@{r.get('rubric_version')})" for r in answered})
+    failed, unparsed = odi.count_where(records, "failed"), aggregate_unparsed(records)
     if records:
         logger.info(
             f"ODI-Bench open-ended ({records[0].get('task')}): judged by {', '.join(judges) or 'nobody'}; "
-            f"{len(records) - failed} scored, {failed} judge failures"
+            f"{len(odi.scored(records))} scored, {failed} judge failures, {unparsed} verdicts unreadable"
         )
     return odi.mean_score(records)
 
@@ -451,11 +473,12 @@ def aggregate_failures(records: list[dict]) -> int:
 
 
 def aggregate_unparsed(records: list[dict]) -> int:
-    return sum(1 for r in odi.scored(records) if r.get("reason") == "judge_unparsed")
+    """Verdicts the judge wrote that no rule could read (left out of ``judge_score``)."""
+    return sum(1 for r in _answered(records) if r.get("reason") == UNPARSED_REASON)
 
 
 def aggregate_cache_hits(records: list[dict]) -> int:
-    return sum(1 for r in odi.scored(records) if r.get("cached"))
+    return sum(1 for r in _answered(records) if r.get("cached"))
 
 
 def aggregate_fallback_share(records: list[dict]) -> float:

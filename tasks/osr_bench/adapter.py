@@ -23,6 +23,17 @@ reply or the map a QA task was answered with (``--model staged`` keeps stage out
 rule does not ("front_left"); ``accuracy`` and ``relative_direction`` are the official rule.
 Negative-config QA is also scored by the LLM evaluator of App. C.3 (rubric ``osr_negative``
 of the judge layer; ``LMMS_SPATIAL_JUDGE=none`` uses its documented rules), next to the rules.
+A verdict the evaluator wrote but no rule can read scores 0, as the official
+``evaluation/llm_evaluator.py`` scores it (``json.loads`` fails or ``score`` is missing: 0), and is
+counted in ``judge_unparsed``.
+
+**Never a with-map number without a map.** A chat model draws its own map in a run of ours
+(:mod:`lmms_spatial.plugin.maps`; ``--model staged`` does it explicitly). An answer of an
+``osr_qa_cogmap_*`` task whose conversation held no map (a model that draws none: ``random_choice``,
+any simple model; samples replayed from such a run) is not scored: its record has no ``score`` and the reason
+:data:`NO_MAP_REASON`, every score metric of the task is NaN (``chance_level`` stays), the LLM
+evaluator is not asked, and ``answers_without_map`` counts it. The run's last lines say how to get
+the maps (:mod:`lmms_spatial.plugin.conditions`).
 """
 
 from __future__ import annotations
@@ -99,6 +110,8 @@ POST_PROMPTS = {
     ),
 }
 COGMAP_STAGE = "osr_cogmap"
+JUDGE_RUBRIC = "osr_negative"
+NO_MAP_REASON = "no_map: no map of this image was in the conversation (the model draws none: not a chat model)"
 SKILL_METRICS = ("object_counting", "relative_distance", "relative_direction")
 _warned = threading.Event()
 _judge_warned = threading.Event()
@@ -271,12 +284,10 @@ def _qa(doc: dict, results: list, mode: str, config: str, with_map: bool) -> dic
     if with_map:
         stage = stage_result(COGMAP_STAGE, stage_key(doc, config))
         record["stage_outputs"] = {COGMAP_STAGE: stage}
-        if stage is not None:  # the map this answer was given, scored once more for the overall
-            record["map_key"] = stage["key"]
-            record["map_f1"] = map_f1(require(doc, "cogmap"), stage["output"])
-        if stage is None and not _warned.is_set():
-            _warned.set()
-            logger.warning("osr_qa_cogmap: no map stage output recorded; run with --model staged to generate maps")
+        if stage is None:
+            return _without_map(record, doc, config)
+        record["map_key"] = stage["key"]  # the map this answer was given, scored once more for the overall
+        record["map_f1"] = map_f1(require(doc, "cogmap"), stage["output"])
     metrics: dict[str, Any] = {
         "accuracy": record,
         "overall": record,
@@ -289,11 +300,38 @@ def _qa(doc: dict, results: list, mode: str, config: str, with_map: bool) -> dic
     chance = _chance(doc)
     if chance is not None:
         metrics["chance_level"] = chance
+    if with_map:
+        metrics["answers_without_map"] = 0.0
     if config == "negative":
         judged = _judge(skill, doc, response)
         record["judge"] = judged
         metrics["llm_accuracy"] = judged
         metrics["judge_failures"] = judged
+        metrics["judge_unparsed"] = judged
+    return metrics
+
+
+def _without_map(record: dict[str, Any], doc: dict, config: str) -> dict[str, Any]:
+    """An answer given with no map in the conversation: kept, not scored (see the module doc)."""
+    if not _warned.is_set():
+        _warned.set()
+        logger.warning(f"osr_qa_cogmap: {NO_MAP_REASON}; the with-map tasks are left unscored")
+    skill = record["skill"]
+    record["rule_reason"] = record.pop("reason")
+    record.pop("score")
+    record["reason"] = NO_MAP_REASON
+    nan = float("nan")
+    metrics: dict[str, Any] = {"accuracy": record, "overall": record, skill: nan, "unparsed_rate": nan}
+    if skill == "relative_direction":
+        metrics["relative_direction_lenient"] = nan
+    chance = _chance(doc)
+    if chance is not None:
+        metrics["chance_level"] = chance
+    metrics["answers_without_map"] = 1.0
+    if config == "negative":  # not asked: there is no with-map answer to judge
+        unjudged = {"failed": False, "reason": NO_MAP_REASON}
+        record["judge"] = unjudged
+        metrics["llm_accuracy"] = metrics["judge_failures"] = metrics["judge_unparsed"] = unjudged
     return metrics
 
 
@@ -320,6 +358,9 @@ def _qa_processor(mode: str, config: str, with_map: bool):
         return _qa(doc, results, mode, config, with_map)
 
     process_results.__name__ = f"process_results_{'qa_cogmap' if with_map else 'qa'}_{config}_{mode}"
+    # read by lmms_spatial.plugin.conditions: what a run of this task records about its judge and map
+    process_results.judge_rubric = JUDGE_RUBRIC if config == "negative" else None
+    process_results.map_stage = COGMAP_STAGE if with_map else None
     return process_results
 
 
@@ -335,18 +376,35 @@ def aggregate_mean(values: list[float]) -> float:
     return agg.mean(values)
 
 
+def _scored(records: list[dict]) -> list[dict]:
+    """Records with a score (answers given without a map have none)."""
+    return [r for r in records if r.get("score") is not None]
+
+
 def aggregate_score(records: list[dict]) -> float:
-    return agg.accuracy(records)
+    return agg.accuracy(_scored(records))
 
 
 def aggregate_overall(records: list[dict]) -> float:
-    return official_overall(records)
+    return official_overall(_scored(records))
 
 
 def aggregate_judged(records: list[dict]) -> float:
-    """Mean verdict over the items the judge scored (failures are counted separately)."""
-    return agg.mean(r["score"] for r in records if not r["failed"])
+    """Mean verdict over the items the judge scored (failures are counted separately); an unreadable
+    verdict is a 0, as the official evaluator scores it (counted in ``judge_unparsed``)."""
+    return agg.mean(r["score"] for r in records if not r["failed"] and r.get("score") is not None)
 
 
 def aggregate_failures(records: list[dict]) -> int:
     return sum(1 for r in records if r["failed"])
+
+
+def aggregate_unparsed(records: list[dict]) -> int:
+    """Verdicts the LLM evaluator wrote that no rule could read (scored 0 in ``llm_accuracy``)."""
+    from lmms_spatial.judge import UNPARSED_REASON
+
+    return sum(1 for r in records if not r["failed"] and r.get("reason") == UNPARSED_REASON)
+
+
+def aggregate_sum(values: list[float]) -> int:
+    return int(sum(values))

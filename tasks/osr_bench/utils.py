@@ -9,6 +9,8 @@ from lmms_spatial.tasks.osr_bench.adapter import (  # noqa: F401
     aggregate_mean,
     aggregate_overall,
     aggregate_score,
+    aggregate_sum,
+    aggregate_unparsed,
     doc_to_messages,
     doc_to_target,
     doc_to_text,

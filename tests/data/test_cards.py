@@ -86,3 +86,51 @@ def test_cli_check_exits_1_naming_the_command_and_the_shipped_cards_are_in_step(
     assert "features written from features()" in capsys.readouterr().out
     assert lmms_spatial(["card", "--check", "--repo", str(REPO)]) == 0  # this checkout's cards
     assert capsys.readouterr().out.count("features match features()") >= 5
+
+
+def test_card_check_passes_run_from_a_folder_outside_the_repository(tmp_path):
+    """Without --repo and without a hub_cards/ folder where it runs, it checks the installed package's cards."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", "import sys; from lmms_spatial.cli import main; sys.exit(main())",
+                          "card", "--check"], cwd=tmp_path, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert len(lines) == 5 and all(line.endswith("features match features()") for line in lines)
+    from lmms_spatial.data.cards import installed_cards
+
+    assert {Path(line.split(":")[0]).parent.parent for line in lines} == {installed_cards()}
+
+
+# Who wrote each benchmark's paper, where and when it appeared, its arXiv id: from the seed papers
+# (/work/shared/seeds: ODI-Bench "Published as a conference paper at ICLR 2026"; MMSI-Bench "Conference: ICLR
+# 2026") and the arXiv listings (first authors Liu Yang, Nazia Tasnim, Zihao Dongfang, Sihan Yang, Yunlong Tang).
+# DORI's seed is an anonymous submission under review and OSR-Bench's and MMPerspective's name no venue: arXiv 2025.
+CITED = {
+    "odi_bench": ("Yang", "ICLR 2026", "2510.11549"),
+    "dori": ("Tasnim", "2025", "2505.21649"),
+    "osr_bench": ("Dongfang", "2025", "2505.11907"),
+    "mmsi": ("Yang", "ICLR 2026", "2505.23764"),
+    "mmperspective": ("Tang", "2025", "2505.20426"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(CITED))
+def test_every_card_names_the_same_authors_venue_and_arxiv_id_in_its_text_and_its_citation(key):
+    import re
+
+    author, venue, arxiv = CITED[key]
+    text = (REPO / "hub_cards" / key / "README.md").read_text()
+    body, _, citation = text.partition("## Citation")
+    line = citation.strip().splitlines()[0]
+    assert line.startswith(f"{author} et al., {venue}, “") and f"arXiv:{arxiv} (https://arxiv.org/abs/{arxiv})" in line
+    bibtex = citation.split("```bibtex")[1].split("```")[0]
+    assert re.search(r"author\s*=\s*\{" + author + ",", bibtex), "the BibTeX's first author"
+    year = venue.split()[-1]
+    assert re.search(r"year\s*=\s*\{" + year + r"\}", bibtex)
+    assert arxiv in bibtex
+    if venue.startswith("ICLR"):
+        assert "booktitle = {International Conference on Learning Representations (ICLR)}" in bibtex
+    # the text names the paper as its citation does: every "<Name> et al." above the citation is the first author
+    assert set(re.findall(r"(\w+) et al\.", body)) <= {author}

@@ -25,6 +25,11 @@ from lmms_spatial.data.sources import dataset_source  # noqa: E402
 
 KEYS = ["dori", "mmperspective", "mmsi", "odi_bench", "osr_bench"]
 DEMO = Origin(how="demo data")
+SYNTHETIC = "**Synthetic demo data, not the {} release.**"
+# the paper's main config of every benchmark with several (the viewer opens on it)
+MAIN_CONFIG = {"osr_bench": "standard"}
+PRETTY = {"dori": "DORI", "mmperspective": "MMPerspective", "mmsi": "MMSI-Bench", "odi_bench": "ODI-Bench",
+          "osr_bench": "OSR-Bench"}  # fmt: skip
 
 
 @pytest.fixture
@@ -38,6 +43,14 @@ def exported_card(out: Path):
 
     data = DatasetCard.load(out / "README.md").data
     return data, MetadataConfigs.from_dataset_card_data(data), DatasetInfosDict.from_dataset_card_data(data)
+
+
+def unmarked_copy(folder: Path, to: Path) -> Path:
+    """The parquet files of a fixture folder without its fixture marker: a normalised copy of unknown origin."""
+    for file in folder.rglob("*.parquet"):
+        (to / file.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+        (to / file.relative_to(folder)).write_bytes(file.read_bytes())
+    return to
 
 
 def demo_ids(folder: Path, pattern: str) -> list:
@@ -105,7 +118,7 @@ def test_row_groups_hold_at_most_the_promised_rows_and_bytes(fixture_datasets, t
 
 def test_the_card_counts_bytes_and_sizes_of_the_files_written(fixture_datasets, tmp_path):
     out = tmp_path / "dori"
-    export("dori", out, source=fixture_datasets["dori"], origin=DEMO)
+    export("dori", out, source=unmarked_copy(fixture_datasets["dori"], tmp_path / "copy"), origin=DEMO)
     data, configs, infos = exported_card(out)
     (file,) = (out / "data").glob("*.parquet")
     assert file.name == "test-00000-of-00001.parquet"
@@ -118,16 +131,45 @@ def test_the_card_counts_bytes_and_sizes_of_the_files_written(fixture_datasets, 
         "## Citation" in DatasetCard.load(out / "README.md").text
         and "tasnim2025dori" in (out / "README.md").read_text()
     )
+    assert "Synthetic" not in (out / "README.md").read_text() and not data.get("tags")  # real data: no such claim
 
 
-def test_odi_bench_export_without_private_refuses_in_one_line_naming_the_licence(tmp_path, capsys):
-    assert cli(["export", "odi_bench", str(tmp_path / "odi"), "--demo"]) == 1
+def test_odi_bench_export_without_private_refuses_in_one_line_naming_the_licence(fixture_datasets, tmp_path, capsys):
+    copy = str(unmarked_copy(fixture_datasets["odi_bench"], tmp_path / "copy"))  # data of unrecorded origin
+    assert cli(["export", "odi_bench", str(tmp_path / "odi"), "--data", copy]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cc-by-nc-nd-4.0" in err and "--private" in err
     assert not (tmp_path / "odi").exists()
-    assert cli(["export", "odi_bench", str(tmp_path / "odi"), "--demo", "--private"]) == 0
+    assert cli(["export", "odi_bench", str(tmp_path / "odi"), "--data", copy, "--private"]) == 0
     text = (tmp_path / "odi" / "README.md").read_text()
     assert "**Private copy.** The release is licensed `cc-by-nc-nd-4.0`, which allows no derivatives" in text
+
+
+def test_a_private_export_ends_with_the_commands_that_keep_it_private_and_the_viewers_condition(
+    fixture_datasets, tmp_path, capsys
+):
+    copy = str(unmarked_copy(fixture_datasets["odi_bench"], tmp_path / "copy"))
+    out = tmp_path / "odi"
+    assert cli(["export", "odi_bench", str(out), "--data", copy, "--private", "--repo-id", "lab/odi"]) == 0
+    last = capsys.readouterr().out.splitlines()[-5:]
+    assert last[0].startswith("upload, private") and "checked" in last[0]  # nothing can be checked offline
+    # created private before the upload: `hf upload --private` only sets the visibility of a repository it creates
+    assert last[1:3] == [
+        "  hf repos create lab/odi --repo-type dataset --private",
+        f"  hf upload lab/odi {out} --repo-type dataset",
+    ]
+    assert "existing public repository stays public" in last[3]
+    assert "hf repos settings lab/odi --repo-type dataset --private" in last[3]
+    assert "PRO" in last[4] and "Enterprise" in last[4]
+    text = (out / "README.md").read_text()
+    assert "`hf repos create lab/odi --repo-type dataset --private`" in text and "stays public" in text
+
+
+def test_the_odi_bench_demo_is_synthetic_so_it_needs_no_private_flag_and_claims_no_licence(tmp_path, capsys):
+    assert cli(["export", "odi_bench", str(tmp_path / "odi"), "--demo"]) == 0
+    card = DatasetCard.load(tmp_path / "odi" / "README.md")
+    assert card.data.license is None and card.data.tags == ["synthetic"]
+    assert "Private copy" not in card.text
 
 
 def test_the_prepared_copy_is_exported_with_its_release_images_embedded_and_its_repo_and_commit(hf_home, tmp_path):
@@ -137,7 +179,7 @@ def test_the_prepared_copy_is_exported_with_its_release_images_embedded_and_its_
     out = tmp_path / "osr"
     assert cli(["export", "osr_bench", str(out)]) == 0
     data, _configs, _infos = exported_card(out)
-    assert data.source_datasets == ["UUUserna/OSR-Bench"]
+    assert data.source_datasets == ["UUUserna/OSR-Bench"] and data.license == "mit" and not data.get("tags")
     assert f"at commit `{snapshot.name}` (revision `main`)" in (out / "README.md").read_text()
     cells = pq.read_table(next((out / "standard").glob("*.parquet"))).column("image").to_pylist()
     assert [c["path"] for c in cells] == ["rgb.png"] * 6
@@ -151,6 +193,19 @@ def test_a_missing_image_fails_naming_the_document_and_the_field_and_writes_noth
     with pytest.raises(ExportError, match=r"document 'scene-2:1', field 'image': \[Errno 2\]"):
         export("osr_bench", tmp_path / "osr", source=prepared, origin=DEMO)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]  # no OUT, no half-written folder
+
+
+def test_a_cell_that_is_not_an_image_fails_naming_the_document_and_the_field(fixture_datasets, tmp_path):
+    table = pq.read_table(fixture_datasets["odi_bench"] / "test.parquet")
+    cells = table.column("image").to_pylist()
+    cells[3] = {"bytes": b"<html>not found</html>", "path": "x.jpg"}  # a download that went wrong
+    (tmp_path / "copy").mkdir()
+    column = pa.array(cells, type=table.schema.field("image").type)
+    pq.write_table(table.set_column(1, "image", column), tmp_path / "copy" / "test.parquet")
+    document = table.column("id")[3].as_py()
+    with pytest.raises(ExportError, match=rf"document '{document}', field 'image': not a readable image \(Unidentif"):
+        export("odi_bench", tmp_path / "out", source=tmp_path / "copy", origin=DEMO, private=True)
+    assert not (tmp_path / "out").exists()
 
 
 def test_export_never_writes_into_a_folder_that_holds_files(fixture_datasets, tmp_path):
@@ -186,7 +241,7 @@ def test_a_local_release_is_converted_with_its_mapping_and_exported_naming_both(
 
 
 def test_one_parquet_file_is_exported_with_the_origin_the_user_names(fixture_datasets, tmp_path):
-    file = fixture_datasets["mmsi"] / "test.parquet"
+    file = unmarked_copy(fixture_datasets["mmsi"], tmp_path / "copy") / "test.parquet"
     args = ["export", "mmsi", str(tmp_path / "out"), "--data", str(file), "--origin", "RunsenXu/MMSI-Bench@abc123"]
     assert cli(args) == 0
     data, _configs, infos = exported_card(tmp_path / "out")
@@ -202,3 +257,135 @@ def test_one_file_cannot_hold_the_two_osr_configs(fixture_datasets, tmp_path):
     file = fixture_datasets["osr_bench"] / "standard" / "test.parquet"
     with pytest.raises(ExportError, match="osr_bench has configs standard, negative; give the folder"):
         export("osr_bench", tmp_path / "out", source=file, origin=DEMO)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_each_exported_card_read_with_the_hub_card_classes_names_its_default_says_synthetic_and_fits_its_files(
+    key, fixture_datasets, tmp_path
+):
+    """What the Hub reads (``DatasetCard`` / ``DatasetCardData``), checked against the parquet files themselves."""
+    from huggingface_hub import DatasetCardData
+
+    out = tmp_path / "out"
+    export(key, out, source=fixture_datasets[key], origin=DEMO, private=True)  # a fixture: synthetic
+    card = DatasetCard.load(out / "README.md")
+    data = card.data
+    assert isinstance(data, DatasetCardData)
+    # the default config: marked on the paper's main one when there are several, else the only one is it
+    configs = {c["config_name"]: c for c in data.configs}
+    assert set(configs) == set(card_configs(key))
+    defaults = [name for name, c in configs.items() if c.get("default")]
+    assert defaults == ([MAIN_CONFIG[key]] if len(configs) > 1 else [])
+    # up front: synthetic demo data, no licence or source of the release claimed
+    first = card.text.strip().split("\n\n")[1]  # the paragraph under the title
+    assert first.startswith(SYNTHETIC.format(PRETTY[key])) and "no licence of the release" in first
+    assert data.license is None and data.source_datasets is None and data.tags == ["synthetic"]
+    assert "synthetic demo data" in data.pretty_name
+    # every config's data_files, features and counts are the files'
+    infos = (
+        data.dataset_info if isinstance(data.dataset_info, list) else [{**data.dataset_info, "config_name": "default"}]
+    )
+    assert sorted(i["config_name"] for i in infos) == sorted(configs)
+    for info in infos:
+        name = info["config_name"]
+        for entry, split in zip(configs[name]["data_files"], info["splits"], strict=True):
+            files = sorted(out.glob(entry["path"]))
+            assert files and entry["split"] == split["name"]
+            assert split["num_examples"] == sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+            for file in files:
+                declared = datasets.Features._from_yaml_list(info["features"])
+                assert datasets.Features.from_arrow_schema(pq.read_schema(file)) == declared == card_features(key)[name]
+        written = [f for e in configs[name]["data_files"] for f in out.glob(e["path"])]
+        assert info["download_size"] == sum(f.stat().st_size for f in written)
+
+
+def test_fixture_data_stays_synthetic_whatever_origin_the_user_names(fixture_datasets, tmp_path):
+    file = fixture_datasets["mmsi"] / "test.parquet"  # built by build_fixture: its folder holds the marker
+    args = ["export", "mmsi", str(tmp_path / "out"), "--data", str(file), "--origin", "RunsenXu/MMSI-Bench@abc123"]
+    assert cli(args) == 0
+    data, _configs, _infos = exported_card(tmp_path / "out")
+    assert data.source_datasets is None and data.license is None
+    assert SYNTHETIC.format("MMSI-Bench") in (tmp_path / "out" / "README.md").read_text()
+
+
+def test_every_column_of_every_exported_file_has_a_page_index(fixture_datasets, tmp_path):
+    export("osr_bench", tmp_path / "osr", source=fixture_datasets["osr_bench"], origin=DEMO)
+    files = sorted((tmp_path / "osr").rglob("*.parquet"))
+    assert len(files) == 2
+    for file in files:
+        meta = pq.ParquetFile(file).metadata
+        chunks = [meta.row_group(g).column(c) for g in range(meta.num_row_groups) for c in range(meta.num_columns)]
+        assert chunks and all(chunk.has_column_index and chunk.has_offset_index for chunk in chunks)
+
+
+# --- panoramas over the viewer's limit -------------------------------------------------------------------
+
+# Pillow's default MAX_IMAGE_PIXELS is 1024**3 // 4 // 3 = 89,478,485; it raises DecompressionBombError above
+# twice that, 178,956,970 pixels: what the viewer's image re-encoding can open.
+VIEWER_LIMIT = 178_956_970
+PANORAMA = (20_000, 10_000)  # 200,000,000 pixels
+
+
+@pytest.fixture(scope="module")
+def panorama_source(tmp_path_factory) -> Path:
+    """An ODI-Bench copy of two rows: a 20,000 x 10,000 JPEG panorama (grey: left half black, right half
+    white; 2.3 MB) and a 64 x 32 one."""
+    folder = tmp_path_factory.mktemp("panorama")
+    big = Image.new("L", PANORAMA, 0)
+    big.paste(255, (10_000, 0, 20_000, 10_000))
+    jpeg = io.BytesIO()
+    big.save(jpeg, "JPEG", quality=75)
+    del big
+    small = io.BytesIO()
+    Image.new("RGB", (64, 32), (200, 30, 30)).save(small, "PNG")
+    row = {"task": "counting", "question": "How many?", "options": ["1", "2"], "answer": "A", "answer_text": "one"}
+    rows = [
+        {"id": "huge", "image": {"bytes": jpeg.getvalue(), "path": "huge.jpg"}, **row},
+        {"id": "small", "image": {"bytes": small.getvalue(), "path": "small.png"}, **row},
+    ]
+    datasets.Dataset.from_list(rows, features=card_features("odi_bench")["default"]).to_parquet(
+        str(folder / "test.parquet")
+    )
+    return folder
+
+
+def test_a_panorama_over_the_viewers_limit_is_refused_in_one_line_naming_the_limit_and_the_flag(
+    panorama_source, tmp_path, capsys
+):
+    out = tmp_path / "odi"
+    assert cli(["export", "odi_bench", str(out), "--data", str(panorama_source), "--private"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "document 'huge', field 'image': 20,000 x 10,000 = 200,000,000 pixels" in err
+    assert "limit of 178,956,970" in err and "--downscale-large-images" in err
+    assert not out.exists()
+
+
+def test_with_the_flag_a_20000_by_10000_panorama_is_stored_within_the_viewers_limit_with_its_original_size(
+    panorama_source, tmp_path, monkeypatch
+):
+    out = tmp_path / "odi"
+    (split,) = export("odi_bench", out, source=panorama_source, origin=DEMO, private=True, downscale_large_images=True)
+    assert split.downscaled == 1
+    loaded = datasets.load_dataset(str(out))["test"].cast_column("image", datasets.Image(decode=False))
+    huge, small = loaded[0], loaded[1]
+    # the largest 2:1 size within the limit: short side int(10,000 * sqrt(178,956,970 / 200,000,000)) = 9,459,
+    # long side 2 x 9,459 = 18,918; 18,918 x 9,459 = 178,945,362 <= 178,956,970
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 89_478_485)  # Pillow's default, as in the viewer
+    with pytest.warns(Image.DecompressionBombWarning), Image.open(io.BytesIO(huge["image"]["bytes"])) as image:
+        image.load()  # over 89.5 MP Pillow only warns; no DecompressionBombError: the preview works
+        assert image.size == (18_918, 9_459) and image.format == "JPEG" and image.mode == "L"
+        assert image.getpixel((4_729, 4_729)) < 10 and image.getpixel((14_189, 4_729)) > 245  # the halves kept
+    assert 18_918 * 9_459 <= VIEWER_LIMIT
+    assert huge["image_original_size"] == {"width": 20_000, "height": 10_000}
+    assert small["image_original_size"] is None  # stored as it was, byte for byte
+    source_small = pq.read_table(panorama_source / "test.parquet").column("image").to_pylist()[1]["bytes"]
+    assert small["image"]["bytes"] == source_small
+    # the card declares the extra column (the layout's columns unchanged) and says what was done
+    _data, _configs, infos = exported_card(out)
+    expected = datasets.Features(card_features("odi_bench")["default"])
+    expected["image_original_size"] = {"width": datasets.Value("int64"), "height": datasets.Value("int64")}
+    assert infos["default"].features == expected
+    assert datasets.Features.from_arrow_schema(pq.read_schema(next(out.rglob("*.parquet")))) == expected
+    text = (out / "README.md").read_text()
+    assert "**Downscaled images.**" in text and "1 such image(s)" in text and "`image_original_size`" in text

@@ -47,7 +47,7 @@ def test_a_config_folder_without_data_names_the_folder_and_the_variable(fixture_
     copy = tmp_path / "osr"
     shutil.copytree(fixture_datasets["osr_bench"] / "standard", copy / "standard")  # no negative/ folder
     monkeypatch.setenv("LMMS_SPATIAL_OSR_PATH", str(copy))
-    assert len(loading.resolve(_placeholder(), "osr_bench", "standard")) > 0
+    assert len(loading.resolve(_placeholder(), "osr_bench", "standard")) == 8  # the standard fixture's 8 questions
     with pytest.raises(DataUnavailable) as caught:
         loading.resolve(_placeholder(), "osr_bench", "negative")
     assert str(caught.value) == (

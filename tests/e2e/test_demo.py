@@ -27,6 +27,22 @@ def test_the_demo_report_has_tables_of_every_benchmark(full_demo):
         assert any(f"### {layout.title}" in md for layout in benchmark_reports()[key].layouts), key
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("demo")
+def test_every_table_of_the_demo_report_has_its_unparsed_and_chance_rows(full_demo):
+    """Each model row has its unparsed row, and each table a chance row; a "-" there has a numbered reason."""
+    md = (full_demo.out / "report" / "report.md").read_text()
+    tables = [part.split("\n## ")[0] for part in md.split("\n### ")[1:]]
+    assert len(tables) >= len(DEMO_BENCHMARKS)
+    for table in tables:
+        title, rows = table.splitlines()[0], [line for line in table.splitlines() if line.startswith("| ")]
+        assert any(r.startswith("| *random\\_choice") and " unparsed* |" in r for r in rows), title
+        chance = [r for r in rows if "chance level* |" in r]
+        assert chance, title
+        for mark in {c.split("-", 1)[1][:1] for r in chance for c in r.split(" | ")[1:] if c.startswith("-")}:
+            assert f"\n- {mark} " in table, (title, mark)  # the footnote of the mark
+
+
 def test_demo_data_is_small(tmp_path):
     build_demo_data(tmp_path)
     size = sum(f.stat().st_size for f in Path(tmp_path).rglob("*") if f.is_file())

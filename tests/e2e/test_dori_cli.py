@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import datasets
 import pytest
@@ -10,6 +11,8 @@ import pytest
 from lmms_spatial.cli import main as lmms_spatial
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
 from lmms_spatial.reports.dori import build_report
+
+LETTERS = "ABCDEFGHIJKLMNOP"
 
 # the module's tests share one seeded run: one xdist worker runs them all
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dori_cli")]
@@ -99,9 +102,34 @@ def seeded_run(lmms_eval_into, tmp_path_factory):
     return lmms_eval_into(out, *args, env={"LMMS_SPATIAL_DORI_SEED": "42"})
 
 
+def test_seeded_run_scores_exactly_the_guesses_and_option_orders_the_seeding_rules_give(seeded_run, dori_docs):
+    # Derived here from the two documented rules, not from the scorer:
+    # - random_choice guesses random.Random(f"{seed}:{task}:{doc_id}").choice(the question's letters);
+    # - LMMS_SPATIAL_DORI_SEED=42 shuffles a question's options with random.Random(f"42:{id}").shuffle.
+    # A guess is right when it is the letter the true option text moved to; the reply is a bare letter.
+    accuracy = {}
+    for (task, gran), docs in dori_docs.items():
+        name = f"dori_unstructured_{task}_{gran}"
+        right = 0
+        for doc_id, doc in enumerate(docs):
+            options = list(doc["options"])
+            random.Random(f"42:{doc['id']}").shuffle(options)
+            truth = doc["options"][LETTERS.index(doc["answer"])]
+            guess = random.Random(f"0:{name}:{doc_id}").choice(LETTERS[: len(options)])
+            sample = seeded_run.samples[name][doc_id]
+            assert (sample["accuracy"]["id"], sample["accuracy"]["options"]) == (doc["id"], options), name
+            assert sample["filtered_resps"] == guess, name
+            right += guess == LETTERS[options.index(truth)]
+        accuracy[name] = right / len(docs)
+        assert seeded_run.metric(name, "accuracy") == accuracy[name], name
+        assert seeded_run.metric(name, "unparsed_rate") == 0.0, name
+    # the group: the unweighted mean of its 14 question types
+    assert len(accuracy) == 14
+    assert seeded_run.metric("dori_unstructured", "accuracy") == pytest.approx(sum(accuracy.values()) / 14)
+
+
 def test_seeded_run_shuffles_options_and_keeps_answers_attached(seeded_run, dori_docs):
     run = seeded_run
-    assert 0.0 <= run.metric("dori_unstructured", "accuracy") <= 1.0
     original = {d["id"]: d for docs in dori_docs.values() for d in docs}
     shuffled_any = False
     for task_name, samples in run.samples.items():

@@ -44,14 +44,14 @@ def _wrong(doc):
 
 
 def test_random_choice_gives_seeded_task_accuracies_and_the_groups_give_pacc_racc_overall(lmms_eval, docs_by_task):
-    run = lmms_eval("--model", "random_choice", "--model_args", "seed=7", "--tasks", "mmperspective,mmperspective_cot")
+    run = lmms_eval("--model", "random_choice", "--model_args", "seed=8", "--tasks", "mmperspective,mmperspective_cot")
     results = run.results["results"]
     for prefix in ("mmperspective", "mmperspective_cot"):
         accuracy = {}
         for t in TASKS:
             task = f"{prefix}_{t.lower()}"
             docs = docs_by_task[task]
-            guesses = [random.Random(f"7:{task}:{i}").choice(LETTERS[: len(d["options"])]) for i, d in enumerate(docs)]
+            guesses = [random.Random(f"8:{task}:{i}").choice(LETTERS[: len(d["options"])]) for i, d in enumerate(docs)]
             accuracy[t] = mean(g == d["answer"] for g, d in zip(guesses, docs, strict=True))
             assert run.metric(task, "accuracy") == pytest.approx(accuracy[t]), task
             assert run.metric(task, "unparsed_rate") == 0.0
@@ -66,7 +66,20 @@ def test_random_choice_gives_seeded_task_accuracies_and_the_groups_give_pacc_rac
         robust = f"{prefix}_robust"
         assert len(run.samples[robust]) == 15
         assert run.metric(robust, "complete_robust_groups") == 3 and run.metric(robust, "incomplete_robust_groups") == 0
-        assert 0.0 <= run.metric(robust, "binary_robustness") <= run.metric(robust, "graded_robustness") <= 1.0
+        # robustness from the same seeded guesses: per seed item (robust_group), the share of its variants
+        # answered right (graded) and whether all were (binary), averaged over the 3 items. Seed 8 leaves an
+        # item with no variant right under both prompts (right per item: 2, 1, 0 and 0, 2, 0), so binary 0
+        # is not also what "no variant right" would give.
+        variants_right: dict[str, list[bool]] = {}
+        for i, d in enumerate(docs_by_task[robust]):
+            guess = random.Random(f"8:{robust}:{i}").choice(LETTERS[: len(d["options"])])
+            assert run.samples[robust][i]["filtered_resps"] == guess
+            variants_right.setdefault(d["robust_group"], []).append(guess == d["answer"])
+        assert sorted(len(v) for v in variants_right.values()) == [5, 5, 5]
+        graded = sum(sum(v) / 5 for v in variants_right.values()) / 3
+        binary = sum(all(v) for v in variants_right.values()) / 3
+        assert run.metric(robust, "graded_robustness") == pytest.approx(graded)
+        assert run.metric(robust, "binary_robustness") == pytest.approx(binary)
         assert not any("accuracy" in key for key in results[robust])
     # the perception group's chance level is the unweighted mean of its tasks' chance levels
     chance = mean(run.metric(f"mmperspective_{t.lower()}", "chance_level") for t in PERCEPTION_TASKS)

@@ -62,7 +62,7 @@ def test_replay_in_both_settings_gives_the_table_2_and_3_layout(lmms_eval, docs_
         if task == "object_attribute":
             close[2], opened[1] = "I cannot tell.", "partially"  # unparsed close; half credit open
         if task == "counting":
-            opened[1] = "garble"  # judge reply unparseable -> judge_unparsed, score 0
+            opened[1] = "garble"  # judge reply unparseable -> judge_unparsed, left out of judge_score
         if task == "egocentric_view_orientation":  # anchoring both ways
             close = [_wrong(docs[0]), docs[1]["answer"]]
             opened = [docs[0]["answer_text"], "no idea"]
@@ -105,27 +105,30 @@ def test_replay_in_both_settings_gives_the_table_2_and_3_layout(lmms_eval, docs_
         (n_exist * 0.5 + (13 - n_exist) * 0.25) / 13
     )
 
-    # open-ended: judge 1.0 on each task's first answer; OA also 0.5; counting one unparsed reply
+    # open-ended: judge 1.0 on each task's first answer; OA also 0.5; counting: the judge's unreadable verdict on
+    # the second answer is a fault of the judge, left out: 1.0 over the one readable verdict, not (1 + 0) / 2
     assert run.metric("odi_bench_open_object_attribute", "judge_score") == pytest.approx(0.5)
     assert run.metric("odi_bench_open_human_attribute", "judge_score") == pytest.approx(1 / 3)
-    assert run.metric("odi_bench_open_counting", "judge_score") == pytest.approx(0.5)
+    assert run.metric("odi_bench_open_counting", "judge_score") == 1.0
     assert run.metric("odi_bench_open_counting", "judge_unparsed") == 1
     general = sum(run.metric(f"odi_bench_open_{t}", "judge_score") * sizes[t] for t in odi.GENERAL_TASKS) / 13
     assert run.metric("odi_bench_open_general", "judge_score") == pytest.approx(general)  # over questions
-    assert general == pytest.approx((0.5 * 3 + 1 / 3 * 3 + 1 + 0.5 * 2 + 0.5 * 2) / 13)  # by hand, 5.5 / 13
+    assert general == pytest.approx((0.5 * 3 + 1 / 3 * 3 + 1 + 1.0 * 2 + 0.5 * 2) / 13)  # by hand, 6.5 / 13
     assert run.metric("odi_bench_open_spatial", "judge_score") == pytest.approx(0.5)
-    assert run.metric("odi_bench_open", "judge_score") == pytest.approx(10.5 / 23)
+    assert run.metric("odi_bench_open", "judge_score") == pytest.approx(11.5 / 23)
     assert run.metric("odi_bench_open", "judge_unparsed") == 1
     assert run.metric("odi_bench_open", "judge_failures") == 0
     assert run.metric("odi_bench_open", "judge_fallback_share") == 0.0
     record = run.samples["odi_bench_open_counting"][1]["judge_score"]
     assert (record["judge"], record["rubric"], record["reason"]) == ("fake-judge", "odi_open", "judge_unparsed")
+    assert "score" not in record and record["judge_reply"] == "I would rather not say."
+    assert "could not be read" not in run.stderr  # 1 of 23 verdicts (4%) is not "more than a few percent"
 
     # option anchoring from the samples files of the two settings, without re-running the model
     anchoring = odi.anchoring_from_runs(run.out, run.out)
-    assert anchoring["n"] == 23
-    assert anchoring["open_right_close_wrong"] == pytest.approx(1 / 23)  # EVO doc 0
-    assert anchoring["close_right_open_wrong"] == pytest.approx(1 / 23)  # EVO doc 1
+    assert anchoring["n"] == 22 and anchoring["open_failed"] == 1  # the unreadable verdict is left out, counted
+    assert anchoring["open_right_close_wrong"] == pytest.approx(1 / 22)  # EVO doc 0
+    assert anchoring["close_right_open_wrong"] == pytest.approx(1 / 22)  # EVO doc 1
     assert anchoring["per_task"]["egocentric_view_orientation"]["open_right_close_wrong"] == 0.5
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import random
 import sqlite3
 from pathlib import Path
 
@@ -105,16 +107,67 @@ def test_negative_sampling_is_judged_by_the_llm_evaluator_next_to_the_rules(lmms
     assert (judged["judge"], judged["rubric"], judged["score"]) == ("fake-judge", "osr_negative", 0.0)
 
 
-def test_every_osr_task_runs_with_random_guesses(lmms_eval):
+# What random_choice may answer per skill (lmms_spatial/data/answer_space.py), in its order: the 8
+# directions of the official prompt, the candidates in the question's parentheses, or a count 0-9.
+RANDOM_DIRECTIONS = ["Front", "Front Left", "Left", "Back Left", "Back", "Back Right", "Right", "Front Right"]
+# the official evaluation_re spelling map: only exactly "front left" (etc.) becomes "front-left"
+OFFICIAL_SPELLING = {f"{a} {b}": f"{a}-{b}" for a in ("front", "back") for b in ("left", "right")}
+
+
+def _random_space(doc) -> list[str]:
+    if doc["skill"] == "relative_direction":
+        return RANDOM_DIRECTIONS
+    if doc["skill"] == "relative_distance":
+        inside = doc["question"].split("(", 1)[1].split(")", 1)[0]
+        return [c.strip() for c in inside.split(",")]
+    return [str(i) for i in range(10)]
+
+
+def _official_score(skill: str, truth: str, reply: str) -> float:
+    """The paper's QA rules for a bare reply: counting partial credit, exact names, mapped directions."""
+    pred, gt = reply.strip().lower(), truth.strip().lower()
+    if skill == "object_counting":
+        p, t = int(pred), int(gt)
+        return 1.0 if p == t else max(0.0, 1 - abs(p - t) / max(p, t))
+    if skill == "relative_direction":
+        pred, gt = OFFICIAL_SPELLING.get(pred, pred), OFFICIAL_SPELLING.get(gt, gt)
+    return float(pred == gt)
+
+
+def test_every_osr_task_scores_exactly_the_seeded_random_guesses_and_no_with_map_number_without_a_map(
+    lmms_eval, osr_docs
+):
     run = lmms_eval("--model", "random_choice", "--model_args", "seed=1", "--tasks", "osr_bench")
-    results = run.results["results"]
+    assert run.returncode == 0, run.stderr[-3000:]
+    results, conditions = run.results["results"], run.results["lmms_spatial"]["tasks"]
     for config in ("standard", "negative"):
         assert results[f"osr_cogmap_{config}"]["format_success_rate,none"] == 0.0  # a guess is not a map
-        for protocol in ("qa", "qa_cogmap"):
-            for mode in ("vanilla", "think"):
-                assert 0.0 <= results[f"osr_{protocol}_{config}_{mode}"]["accuracy,none"] <= 1.0
-    # a plain model has no map stage: the records say so instead of inventing one
-    assert run.samples["osr_qa_cogmap_standard_vanilla"][0]["accuracy"]["stage_outputs"] == {"osr_cogmap": None}
+        for mode in ("vanilla", "think"):
+            task = f"osr_qa_{config}_{mode}"
+            scores = []
+            for i, doc in enumerate(osr_docs[config]):
+                # random_choice's documented rule: random.Random(f"{seed}:{task}:{doc_id}").choice(space)
+                guess = random.Random(f"1:{task}:{i}").choice(_random_space(doc))
+                assert run.samples[task][i]["filtered_resps"] == guess, (task, i)
+                # think mode reads the whole reply when it has no <answer> tag: the same score
+                scores.append(_official_score(doc["skill"], doc["answer"], guess))
+            assert results[task]["accuracy,none"] == pytest.approx(sum(scores) / len(scores)), task
+            assert results[task]["unparsed_rate,none"] == 0.0, task  # every guess is a count or a name
+            # random_choice is not a chat model: no map was drawn, so nothing is scored "with the map"
+            with_map = f"osr_qa_cogmap_{config}_{mode}"
+            n = len(run.samples[with_map])
+            assert math.isnan(results[with_map]["accuracy,none"]) and math.isnan(results[with_map]["overall,none"])
+            assert results[with_map]["answers_without_map,none"] == n == (8 if config == "standard" else 12)
+            assert results[with_map]["not_scored,none"] == "no map"
+            assert conditions[with_map]["map_source"] == "none" and conditions[task]["map_source"] is None
+    record = run.samples["osr_qa_cogmap_standard_vanilla"][0]["accuracy"]
+    assert record["stage_outputs"] == {"osr_cogmap": None} and "score" not in record  # the answer is kept, unscored
+    assert record["reason"].startswith("no_map:")
+    last = run.stderr.strip().splitlines()[-1]
+    with_map = "osr_qa_cogmap_negative_think, osr_qa_cogmap_negative_vanilla, osr_qa_cogmap_standard_think, "
+    assert last.startswith(f"lmms-spatial: {with_map}osr_qa_cogmap_standard_vanilla: not scored (NaN)")
+    assert last.endswith("--tasks osr_qa_cogmap_negative_think,osr_qa_cogmap_negative_vanilla,"
+                         "osr_qa_cogmap_standard_think,osr_qa_cogmap_standard_vanilla")  # fmt: skip
 
 
 def test_staged_qwen_makes_one_map_per_image_and_reuses_it_for_every_question(lmms_eval, tiny_qwen2_5_vl, tmp_path):

@@ -35,8 +35,20 @@ def _check_complete_with_nan_judge_metrics(run) -> None:
     assert {t for t in judged if t.startswith("osr_qa_negative")} and {t for t in judged if "open" in t}
     assert all(isinstance(v, float) and math.isnan(v) for v in judged.values()), judged
     failures = _judge_values(run, "judge_failures")
-    leaf = {task: n for task, n in failures.items() if task in run.samples}
+    # random_choice draws no map: the with-map tasks are unscored and their judge is not asked (0 failures)
+    with_map = {task for task in failures if task.startswith("osr_qa_cogmap_")}
+    leaf = {task: n for task, n in failures.items() if task in run.samples and task not in with_map}
     assert leaf and all(n == len(run.samples[task]) > 0 for task, n in leaf.items()), leaf
+    assert with_map and all(failures[t] == 0 and _judge_values(run, "answers_without_map")[t] == len(run.samples[t])
+                            for t in with_map)  # fmt: skip
+    # every leaf task's conditions are in the results: documents of the split, no judge, the map source
+    conditions = run.results["lmms_spatial"]
+    assert conditions["schema"] == 1 and conditions["model"]["label"] == "random_choice"
+    assert set(conditions["tasks"]) == evaluated
+    odi_open = conditions["tasks"]["odi_bench_open_ocr"]
+    assert (odi_open["documents"], odi_open["of"], odi_open["limit"]) == (2, 2, None)  # the demo's 2 OCR questions
+    assert conditions["tasks"]["mmsi_vanilla"]["judge"] is None
+    assert {conditions["tasks"][t]["map_source"] for t in with_map} == {"none"}
     notice = run.stderr.index(NOTICE)
     assert notice < run.stderr.index("Model Responding (answers saved as they come)"), "said before generation"
     assert run.stderr.count(NOTICE) == 1
@@ -48,6 +60,8 @@ def test_all_five_benchmarks_complete_without_a_judge_with_nan_judge_metrics(lmm
     _check_complete_with_nan_judge_metrics(run)
     assert "no LLM judge is configured (LMMS_SPATIAL_JUDGE is not set)" in run.stderr
     assert "LMMS_SPATIAL_JUDGE=none" in run.stderr
+    no_judge = {"kind": "none", "reason": "no judge configured (LMMS_SPATIAL_JUDGE is not set)"}
+    assert run.results["lmms_spatial"]["tasks"]["odi_bench_open_ocr"]["judge"] == no_judge
 
 
 @pytest.mark.slow

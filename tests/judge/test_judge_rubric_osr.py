@@ -45,15 +45,62 @@ def test_counting_prompt_is_the_papers_meta_prompt_with_fields_filled_in() -> No
     ]
 
 
-def test_distance_and_direction_prompts_list_their_fixed_not_found_strings() -> None:
-    distance = OSR.build_messages(item("relative_distance", "chair", "chair"))[0]["content"]
-    direction = OSR.build_messages(item("relative_direction", "Front", "front"))[0]["content"]
-    for text in (POSITIONING_NOT_FOUND, POSITIONING_NOT_UNIQUE):
-        assert f'"{text}"' in distance and f'"{text}"' in direction
-    assert f'"{NO_CANDIDATE_FOUND}"' in distance and NO_CANDIDATE_FOUND not in direction
-    assert f'"{ORIENTING_OR_QUERYING_NOT_FOUND}"' in direction and ORIENTING_OR_QUERYING_NOT_FOUND not in distance
-    assert "contains the matching object name (case insensitive)" in distance
-    assert 'hyphens are optional (e.g., "front left" equals "Front-Left")' in direction
+# The paper's App. C.3 meta-prompts (seed 002), with its curly quotes as straight ones, fields filled in.
+# (UUUserna/OSR-Bench-code's evaluation/llm_evaluator.py holds the same rules laid out differently:
+# blank lines, "    * " bullets and comments inside the JSON example.)
+def test_distance_prompt_is_the_papers_meta_prompt_with_its_three_fixed_strings() -> None:
+    messages = OSR.build_messages(item("relative_distance", "chair", "the chair", "Which is closest?"))
+    assert messages == [
+        {
+            "role": "user",
+            "content": "You are evaluating a relative distance answer.\n"
+            "Question: Which is closest?\n\n"
+            "Ground Truth: chair\n\n"
+            "Model Answer: the chair\n"
+            "Evaluation rules:\n"
+            "- Normal answers are object names\n"
+            "- Special case answers may be one of these error messages:\n"
+            '"The positioning object is not found in the picture."\n'
+            '"The positioning object is not unique in the picture."\n'
+            '"None of the candidates were found in the picture."\n'
+            "- When the ground truth is one of these special error messages, the model answer must match exactly\n"
+            "- When the ground truth is an object name, the model answer is correct if it contains the matching "
+            "object name (case insensitive)\n"
+            "Please respond in JSON format:\n"
+            "{\n"
+            '"score": 0 or 1,\n'
+            '"confidence": "high" or "middle" or "low"\n'
+            "}",
+        }
+    ]
+
+
+def test_direction_prompt_is_the_papers_meta_prompt_with_its_three_fixed_strings() -> None:
+    messages = OSR.build_messages(item("relative_direction", "Front", "front", "Where is the lamp?"))
+    assert messages == [
+        {
+            "role": "user",
+            "content": "You are evaluating a relative direction answer.\n"
+            "Question: Where is the lamp?\n\n"
+            "Ground Truth: Front\n\n"
+            "Model Answer: front\n"
+            "Evaluation rules:\n"
+            '- Normal answers are direction words: "Front", "Back", "Left", "Right", "Front-Left", "Front-Right", '
+            '"Back-Left", "Back-Right"\n'
+            '- Direction words are case insensitive, and hyphens are optional (e.g., "front left" equals '
+            '"Front-Left")\n'
+            "- Special case answers may be one of these error messages:\n"
+            '"The positioning object is not found in the picture."\n'
+            '"The positioning object is not unique in the picture."\n'
+            '"The orienting object or querying object is not found in the picture."\n'
+            "- When the ground truth is one of these special error messages, the model answer must match exactly\n"
+            "Please respond in JSON format:\n"
+            "{\n"
+            '"score": 0 or 1,\n'
+            '"confidence": "high" or "middle" or "low"\n'
+            "}",
+        }
+    ]
 
 
 def test_think_mode_answer_is_reduced_to_its_answer_tag_before_judging() -> None:

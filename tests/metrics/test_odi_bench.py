@@ -32,12 +32,22 @@ def test_general_spatial_and_overall_are_means_over_questions_as_in_the_paper():
     assert summary["Overall"] == pytest.approx((4 + 2.5) / 12)
 
 
-def test_paper_random_row_overall_is_the_question_weighted_mean():
-    sizes = odi.PAPER_QUESTION_COUNTS
+def test_the_papers_random_row_is_reproduced_by_summarise_with_the_paper_question_counts():
+    # Table 2, Random Choice: 25.00 on every task but Exist. 50.00 and OR 41.00; Overall 26.93.
+    # Each question scores its task's chance (a uniform guesser's expected score), with the per-task
+    # question counts Table 2 implies: 1220, 304, 200, 172, 121 | 815, 477, 500, 245, 200 (4,254).
     chance = {t: 0.25 for t in odi.TASKS} | {"existence": 0.5, "odi_reasoning": 0.41}
-    overall = sum(sizes[t] * chance[t] for t in odi.TASKS) / sum(sizes.values())
-    assert round(overall * 100, 2) == 26.93  # Table 2, Random Choice
-    assert round(sum(chance.values()) / 10 * 100, 2) == 29.10  # the task mean would not match
+    records = [rec(t, chance[t], i) for t, n in odi.PAPER_QUESTION_COUNTS.items() for i in range(n)]
+    summary = odi.summarise(records)
+    # by hand: (0.25 * (4254 - 200 - 200) + 0.5 * 200 + 0.41 * 200) / 4254 = (963.5 + 100 + 82) / 4254
+    #        = 1145.5 / 4254 = 0.269276...; the mean of the ten task scores would be 2.91 / 10 = 29.10
+    assert summary["Overall"] == pytest.approx(1145.5 / 4254)
+    assert round(summary["Overall"] * 100, 2) == 26.93
+    # General: (0.25 * (1220 + 304 + 172 + 121) + 0.5 * 200) / 2017 = (454.25 + 100) / 2017
+    assert summary["General"] == pytest.approx(554.25 / 2017)
+    # Spatial: (0.25 * (815 + 477 + 500 + 245) + 0.41 * 200) / 2237 = (509.25 + 82) / 2237
+    assert summary["Spatial"] == pytest.approx(591.25 / 2237)
+    assert summary["tasks"]["existence"] == pytest.approx(0.5) and summary["n"]["object_attribute"] == 1220
 
 
 # Table 5 (Omni-CoT ablations): Overall, General, Spatial of 12 rows, as printed
@@ -52,11 +62,21 @@ TABLE_5 = [
 def test_every_row_of_table_5_has_overall_as_the_question_weighted_mean_of_general_and_spatial(
     overall, general, spatial
 ):
-    n_general = sum(odi.PAPER_QUESTION_COUNTS[t] for t in odi.GENERAL_TASKS)
-    n_spatial = sum(odi.PAPER_QUESTION_COUNTS[t] for t in odi.SPATIAL_TASKS)
-    assert (n_general, n_spatial) == (2017, 2237)
-    # three numbers rounded to 0.01 each: the identity holds to within their rounding
-    assert (n_general * general + n_spatial * spatial) / (n_general + n_spatial) == pytest.approx(overall, abs=0.015)
+    # 2,017 General and 2,237 Spatial questions (Table 2's counts); every General question scores the
+    # row's General, every Spatial one its Spatial: summarise's Overall must be the paper's Overall,
+    # (2017 * General + 2237 * Spatial) / 4254, to within the three numbers' rounding to 0.01.
+    # (The mean of General and Spatial would miss: row 1 gives (70.49 + 45.05) / 2 = 57.77, not 57.12.)
+    records = [
+        rec(t, (general if t in odi.GENERAL_TASKS else spatial) / 100, i)
+        for t, n in odi.PAPER_QUESTION_COUNTS.items()
+        for i in range(n)
+    ]
+    summary = odi.summarise(records)
+    assert (summary["n"]["object_attribute"], sum(summary["n"].values())) == (1220, 4254)
+    assert summary["General"] * 100 == pytest.approx(general)
+    assert summary["Spatial"] * 100 == pytest.approx(spatial)
+    assert summary["Overall"] * 100 == pytest.approx(overall, abs=0.015)
+    assert summary["Overall"] * 100 == pytest.approx((2017 * general + 2237 * spatial) / 4254)
 
 
 def _table_2_row(model: str) -> dict[str, float]:

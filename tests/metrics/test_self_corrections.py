@@ -178,3 +178,18 @@ def test_yes_no_replies_take_their_last_correction(reply, expected):
 
 def test_the_corpus_holds_at_least_thirty_replies_with_several_declarations():
     assert len(ROBUST) + len(FINAL) + len(JSON_FIRST) + len(YES_NO) >= 30
+
+
+def test_an_empty_double_backtick_pair_does_not_hide_a_later_declaration():
+    # "````" matches the double-backtick pattern with an empty inside: group 1 is "" and group 2 None; reading it
+    # raised AttributeError, which the extract_choice wrapper turned into unparsed:error, losing the "B"
+    reply = "````python\nx\n````\nThe answer is B."
+    assert extract_choice_robust(reply, LETTERS[:4]) == extract_choice_robust("The answer is B.", LETTERS[:4])
+    assert extract_choice_robust(reply, LETTERS[:4]).value == "B"
+
+
+def test_an_option_past_the_sixteenth_letter_is_never_matched_and_never_raises():
+    # 17 options: letters stop at P, so the 17th ("Q") cannot be named; before, matching its text raised IndexError
+    options = [f"shelf {i}" for i in range(17)]
+    assert extract_choice_robust("shelf 16", LETTERS, options).reason == "unparsed:no_answer"
+    assert extract_choice_robust("shelf 3", LETTERS, options).value == "D"  # 0->A, 1->B, 2->C, 3->D

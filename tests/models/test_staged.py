@@ -164,3 +164,25 @@ def test_replay_restores_logged_stage_outputs():
     record = {"score": 1.0, "stage_outputs": {"map": {"key": "img-9", "output": "{}"}}}
     assert stages.restore_from_record(record) == 1
     assert stages.stage_result("map", "img-9") == {"key": "img-9", "output": "{}"}
+
+
+def test_a_map_a_resumed_run_did_not_generate_is_read_from_the_stage_cache(tmp_path):
+    _model(tmp_path).generate_until(_requests())
+    stages.clear()  # a new process: its answers come from lmms-eval's response cache, the model is not asked
+    again = _model(tmp_path)
+    assert stages.stage_result("map", "img-2") == {"key": "img-2", "output": "answer to: map please"}
+    assert again.base.batches == []
+
+
+def test_in_a_run_that_keeps_its_answers_the_maps_are_kept_beside_them_unless_a_stage_cache_is_given(tmp_path):
+    model = _model()
+    model.keep_stages_with_answers(tmp_path / "answers")
+    assert model.cache.path == tmp_path / "answers" / "lmms_spatial_stages.sqlite"
+    model.keep_stages_with_answers(tmp_path / "elsewhere")  # chosen once
+    assert model.cache.path == tmp_path / "answers" / "lmms_spatial_stages.sqlite"
+    chosen = _model(tmp_path / "mine")
+    chosen.keep_stages_with_answers(tmp_path / "answers")
+    assert chosen.cache.path == tmp_path / "mine" / "stages.sqlite"
+    on_file = _model()
+    on_file.keep_stages_with_answers(tmp_path / "cache.db")  # --use_cache names a database file
+    assert on_file.cache.path == tmp_path / "lmms_spatial_stages.sqlite"

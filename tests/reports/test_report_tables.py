@@ -87,10 +87,25 @@ def test_bootstrap_is_deterministic_and_seeded(two_models):
     assert overall(0) != overall(1) or overall(0) != overall(2)
 
 
+def test_a_bootstrap_ci_matches_a_hand_worked_case(tmp_path):
+    """Two questions per ODI task. All right: every resample's mean is 1, CI [100, 100]. One right of two
+    (task 'existence', scores 1, 0): a resample's mean is 0, 0.5 or 1 with probability 1/4, 1/2, 1/4, so
+    of 500 draws about 125 are 0 and 125 are 1: the 2.5th and 97.5th percentiles are 0 and 100."""
+    scores = {t: [1.0, 1.0] for t in odi_scores(0)}
+    scores["existence"] = [1.0, 0.0]
+    write_run(tmp_path / "a", "20260101_000000", "samples=a", scores, None)
+    t = _tables(tmp_path)["odi_bench_close"]
+    col = {h: i for i, h in enumerate(t.headers)}
+    row = next(r for r in t.rows if r.kind == "model")
+    oa, exist = row.cells[col["OA"]], row.cells[col["Exist."]]
+    assert (oa.value, oa.lo, oa.hi) == (100.0, 100.0, 100.0)
+    assert (exist.value, exist.lo, exist.hi) == (50.0, 0.0, 100.0)
+
+
 def test_several_seeds_of_one_model_give_mean_and_error(three_seeds):
     t = _tables(three_seeds)["mmsi"]
     models = [r for r in t.rows if r.kind == "model"]
-    assert [r.label for r in models] == ["replay (samples=x)"]
+    assert [r.label for r in models] == ["replay"]  # seeds of one model: one row, its short label
     cell = models[0].cells[0]
     values = [100 * sum(mmsi_scores(s)) / 11 for s in range(3)]
     mean = sum(values) / 3
@@ -148,4 +163,4 @@ def test_models_run_with_the_same_settings_get_no_settings_warning(tmp_path):
                   odi_options=cap)  # fmt: skip
     notes = _tables(tmp_path)["odi_bench_close"].notes
     assert sum(n.endswith("run with LMMS_SPATIAL_ODI_MAX_PIXELS=524288") for n in notes) == 2
-    assert not any(n.startswith("WARNING") for n in notes)
+    assert not any("different prompt or image settings" in n for n in notes)

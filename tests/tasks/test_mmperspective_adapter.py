@@ -40,9 +40,14 @@ def test_prompt_is_question_then_lettered_options_then_instruction():
     )
 
 
+# MMPerspective publishes no prompt or code (SPEC 3.3): the direct prompt is the LLaVA-style instruction
+# above, the CoT one is ours (Table 2 gives no text); both pinned here so that a change is a visible one.
 def test_cot_prompt_asks_for_reasoning_and_an_answer_line():
-    text = doc_to_text(DOC, {"variant": "cot"})
-    assert text.startswith("Where is the vanishing point") and text.endswith(
+    assert doc_to_text(DOC, {"variant": "cot"}) == (
+        "Where is the vanishing point in this image?\n"
+        "A. top-left\nB. top-right\nC. bottom-left\nD. bottom-right\n"
+        "Think step by step about the perspective geometry in the image (vanishing points, horizon line, "
+        "converging lines, line of sight). Then, on the last line, give the final answer as "
         '"Answer: X", where X is the option\'s letter.'
     )
 

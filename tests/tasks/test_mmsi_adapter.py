@@ -30,11 +30,23 @@ DOC = {"id": 5, "images": [_png(), _png()], "question": QUESTION, "answer": "B",
 
 
 def test_vanilla_prompt_is_the_official_text():
+    # InternRobotics/MMSI-Bench (commit 5de2f3d), vlmeval/dataset/mmsi_bench.py, build_prompt:
+    #   post_prompt = ("Answer with the option's letter from the given choices directly. "
+    #                  "Enclose the option's letter within ``.")
+    #   prompt = f'{question}\n{post_prompt}'
     expected = (
         QUESTION + "\nAnswer with the option's letter from the given choices directly. "
         "Enclose the option's letter within ``."
     )
     assert doc_to_text(DOC) == expected
+
+
+def test_cot_prompt_is_ours_and_asks_for_the_letter_in_backticks_on_the_last_line():
+    # MMSI-Bench has no official CoT prompt (docs/faithfulness.md): ours, pinned so a change is a visible one
+    assert doc_to_text(DOC, {"variant": "cot"}) == (
+        QUESTION + "\nThink step by step about the spatial relations across the images. "
+        "Then, on the last line, give the final answer as the option's letter enclosed within ``."
+    )
 
 
 def test_messages_put_every_image_before_the_text():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import datasets
@@ -78,9 +77,24 @@ def test_prompt_variant_from_the_environment_wins_over_the_yaml(monkeypatch):
     assert adapter.doc_to_text(YES_NO, {"prompt": "erp"}).startswith("This is a 360-degree panoramic image.\n")
 
 
+# The paper's zero-shot CoT prompt (Fig. 11) did not survive text extraction: App. D.2 says it follows
+# Kojima et al. ("Let's think step by step") with DeepSeek-R1's <think>/<answer> response format. These
+# are our wording of that (not yet listed in docs/faithfulness.md), pinned so that a change is a visible one.
 def test_cot_prompt_asks_for_reasoning_then_the_letter_in_answer_tags():
-    text = adapter.doc_to_text(MCQ, {"setting": "cot"})
-    assert text.endswith(adapter.COT_MCQ_SUFFIX) and "Options:\nA. Front-left" in text
+    assert adapter.doc_to_text(MCQ, {"setting": "cot"}) == (
+        f"{ERP}\nQuestion: Where is the red chair relative to me?\nOptions:\n"
+        "A. Front-left\nB. Back-right\nC. Front-right\nD. Back-left\n"
+        "Let's think step by step. First write your reasoning within <think> </think> tags, then give the final "
+        "answer, ONLY the option letter, within <answer> </answer> tags."
+    )
+
+
+def test_cot_prompt_of_a_yes_no_question_asks_for_yes_or_no_in_answer_tags():
+    assert adapter.doc_to_text(YES_NO, {"setting": "cot"}) == (
+        f"{ERP}\nQuestion: Is there a dog?\n"
+        "Let's think step by step. First write your reasoning within <think> </think> tags, then give the final "
+        "answer, ONLY Yes or No, within <answer> </answer> tags."
+    )
 
 
 def test_messages_put_the_image_before_the_text(tmp_path):
@@ -179,14 +193,46 @@ def test_unreachable_judge_is_recorded_with_its_reason():
 def test_open_aggregations_count_failures_unparsed_and_cache_hits():
     records = [
         {"score": 1.0, "cached": True, "fallback": False, "reason": "judge_score_1"},
-        {"score": 0.0, "cached": False, "fallback": False, "reason": "judge_unparsed"},
+        {"score": 0.5, "cached": False, "fallback": False, "reason": "judge_score_0.5"},
+        {"failed": False, "cached": True, "fallback": False, "reason": "judge_unparsed"},  # no score: left out
         {"failed": True, "reason": "judge_failed:X"},
     ]
-    assert adapter.aggregate_judge_score(records) == 0.5
+    assert adapter.aggregate_judge_score(records) == 0.75  # (1 + 0.5) / 2: neither the failure nor the unreadable
     assert adapter.aggregate_failures(records) == 1
     assert adapter.aggregate_unparsed(records) == 1
-    assert adapter.aggregate_cache_hits(records) == 1
+    assert adapter.aggregate_cache_hits(records) == 2
     assert adapter.aggregate_fallback_share(records) == 0.0
+
+
+class _Unreadable:
+    """A judge whose verdict no rule could read (what the judge layer returns after its re-asks)."""
+
+    def score(self, item):
+        from lmms_spatial.judge import Verdict
+
+        return Verdict(0.0, "judge_unparsed", "I would rather not say.", "fake-judge", "odi_open", "1.0", False)
+
+
+def test_an_unreadable_verdict_is_a_fault_of_the_judge_not_a_0_of_the_model():
+    record = adapter.score_open(YES_NO, "Yes", judge=_Unreadable())
+    assert "score" not in record and record["failed"] is False
+    assert (record["reason"], record["judge_reply"]) == ("judge_unparsed", "I would rather not say.")
+    records = [record, dict(record)]
+    assert adapter.aggregate_unparsed(records) == 2 and adapter.aggregate_failures(records) == 0
+    assert adapter.aggregate_judge_score(records) != adapter.aggregate_judge_score(records)  # NaN, never 0
+
+
+def test_the_open_ended_log_line_counts_unreadable_verdicts_apart_from_scored_ones():
+    from loguru import logger
+
+    lines: list[str] = []
+    sink = logger.add(lines.append, format="{message}", level="INFO")
+    try:
+        adapter.aggregate_judge_score([adapter.score_open(YES_NO, "Yes", judge=_Unreadable()) for _ in range(3)])
+    finally:
+        logger.remove(sink)
+    (line,) = [line for line in lines if line.startswith("ODI-Bench open-ended")]
+    assert line.strip().endswith("0 scored, 0 judge failures, 3 verdicts unreadable")
 
 
 def test_open_scoring_from_four_threads_uses_one_judge_and_gives_per_item_results(monkeypatch, tmp_path):
@@ -202,7 +248,6 @@ def test_open_scoring_from_four_threads_uses_one_judge_and_gives_per_item_result
         )
     assert [r["score"] for r in records] == [1.0 if i % 2 else 0.0 for i in range(40)]
     assert get_judge("odi_open", JudgeConfig.from_env()).stats.items == 40
-    assert threading.active_count() >= 1
 
 
 def test_group_sum_adds_subtask_counts():

@@ -12,6 +12,9 @@ every such module (the five shipped benchmarks' too), so adding a benchmark edit
 The benchmark itself (key, Hub id, environment variable, schema) is declared in
 ``lmms_spatial/data/registry/<key>.py``, which this needs and never the other way round.
 Helper modules (drawing, projections) hold neither name and are skipped.
+
+A folder built here holds :data:`FIXTURE_MARKER` (a hidden JSON file that ``datasets`` does not
+read as data): ``lmms-spatial export`` finds it and says in the card that the rows are synthetic.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ def _discover_demo_modules() -> dict[str, tuple[Callable[..., Path], list[str]]]
     return found
 
 
+# written into every folder build_fixture builds: the rows there are synthetic (lmms-spatial export reads it)
+FIXTURE_MARKER = ".lmms_spatial_fixture.json"
+
 # benchmark key -> (builder(out_dir, n) -> parquet path, tasks the demo runs)
 DEMO_BENCHMARKS: dict[str, tuple[Callable[..., Path], list[str]]] = _discover_demo_modules()
 
@@ -55,8 +61,14 @@ def build_fixture(key: str, folder: Path, n: int | None = None) -> Path:
     import datasets
 
     datasets.disable_progress_bars()
+    import json
+
+    from lmms_spatial import __version__
+
     builder = DEMO_BENCHMARKS[key][0]
     builder(Path(folder)) if n is None else builder(Path(folder), n)
+    marker = {"benchmark": key, "builder": f"lmms_spatial/data/demo/{key}.py", "lmms_spatial": __version__, "n": n}
+    (Path(folder) / FIXTURE_MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
     return Path(folder)
 
 

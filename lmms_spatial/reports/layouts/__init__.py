@@ -90,8 +90,14 @@ def default_layouts(key: str, folder: Path | None = None) -> list[Layout]:
     for task, metrics in task_metrics(folder or _tasks_root() / key).items():
         chance = "chance_level" if "chance_level" in metrics else None
         unparsed = "unparsed_rate" if "unparsed_rate" in metrics else None
+        why = {
+            "no_chance": f"{task}'s YAML declares no chance_level",
+            "no_unparsed": f"{task}'s YAML declares no unparsed_rate",
+        }
         columns = tuple(
-            Column(m, m, Leaf(task, m, chance=chance, unparsed=unparsed)) for m in metrics if m not in ROW_METRICS
+            Column(m, m, Leaf(task, m, chance=chance, unparsed=unparsed, **why))
+            for m in metrics
+            if m not in ROW_METRICS
         )
         if columns:
             notes = (f"every metric of {task}'s YAML; lmms_spatial/reports/layouts/{key}.py can declare the paper's "

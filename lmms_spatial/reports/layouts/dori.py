@@ -75,14 +75,18 @@ def layouts() -> list[Layout]:
 
 def analysis(run: Run, judge: bool = False) -> str | None:
     """Error patterns (App. L, Table 10) and the compound-rotation decomposition (Table 11) per prompt."""
-    from lmms_spatial.reports.dori import build_report, render_patterns
+    from lmms_spatial.reports.dori import render_patterns, report_from_records
 
-    if not any(t.startswith("dori_") for t in run.results):
+    records = [
+        line["accuracy"]
+        for task, lines in sorted(run.lines.items())
+        if task.startswith("dori_")
+        for line in lines
+        if isinstance(line.get("accuracy"), dict) and "task" in line["accuracy"]
+    ]
+    if not records:
         return None
-    try:
-        report = build_report([run.results_file.parent])  # newest samples per task there
-    except (FileNotFoundError, ValueError):
-        return None
+    report = report_from_records([run.results_file], [records])
     parts = []
     for prompt, entry in report.items():
         c = entry["compound"]

@@ -34,6 +34,9 @@ SCATTERS = (
 )  # fmt: skip
 
 
+_NO_CHANCE = "robustness: consistency of answers across perturbations, no chance level"
+
+
 def _layout(prefix: str) -> Layout:
     leaves = {t: Leaf(f"{prefix}_{t.lower()}", "accuracy") for t in mmp.TASKS}
     robust = f"{prefix}_robust"
@@ -41,8 +44,8 @@ def _layout(prefix: str) -> Layout:
         Column("PAcc", "PAcc", Mean(tuple(leaves[t] for t in mmp.PERCEPTION_TASKS))),
         Column("RAcc", "RAcc", Mean(tuple(leaves[t] for t in mmp.REASONING_TASKS))),
         Column("Overall", "Overall", Mean(tuple(leaves.values()))),
-        Column("Graded", "Graded", Leaf(robust, "graded_robustness", chance=None)),
-        Column("Binary", "Binary", Leaf(robust, "binary_robustness", chance=None)),
+        Column("Graded", "Graded", Leaf(robust, "graded_robustness", chance=None, no_chance=_NO_CHANCE)),
+        Column("Binary", "Binary", Leaf(robust, "binary_robustness", chance=None, no_chance=_NO_CHANCE)),
     ]
     cot = prefix.endswith("_cot")
     title = "MMPerspective Table 2 layout (CoT prompt)" if cot else "MMPerspective Table 1: accuracy and robustness"

@@ -42,16 +42,24 @@ _SHORT = {
 }
 
 
+_NO_CHANCE = (
+    "circular: no chance level recorded (a uniform guess passes all four orders with (1/n)^4, 0.4% with 4 options)"
+)
+
+
 def layouts() -> list[Layout]:
     def cat(c: str) -> Leaf:
-        return Leaf("mmsi_vanilla", c, sample_metric="accuracy", where=("category", c), unparsed=None)
+        return Leaf("mmsi_vanilla", c, sample_metric="accuracy", where=("category", c))
 
     columns = (
         Column("accuracy", "Avg.", Leaf("mmsi_vanilla", "accuracy")),
         *(Column(c, _SHORT[c], cat(c)) for c in CATEGORIES),
-        Column("circular", "Circular", Leaf("mmsi_circular", "circular_accuracy", chance=None, unparsed=None)),
+        Column("circular", "Circular", Leaf("mmsi_circular", "circular_accuracy", chance=None, no_chance=_NO_CHANCE)),
     )
-    notes = ("categories and Avg. from mmsi_vanilla; Circular: all four option orders right",)
+    notes = (
+        "categories and Avg. from mmsi_vanilla; Circular: all four option orders right",
+        "unparsed (Circular): share of the replies to the four option orders from which no letter was read",
+    )
     return [Layout("mmsi", "mmsi", "MMSI-Bench: overall, per category, circular", columns, "main", notes=notes)]
 
 

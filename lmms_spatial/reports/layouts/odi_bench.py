@@ -10,7 +10,7 @@ from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.reports.citations import Citation
 from lmms_spatial.reports.plots import Scatter
 from lmms_spatial.reports.runs import Run
-from lmms_spatial.reports.tables import Column, Layout, Leaf, Pooled
+from lmms_spatial.reports.tables import JUDGE_UNUSABLE, Column, Layout, Leaf, Pooled
 
 CITATION = Citation(
     "Yang et al., 2025",
@@ -34,7 +34,8 @@ SCATTERS = (
 
 def _layout(setting: str) -> Layout:
     metric = "judge_score" if setting == "open" else "accuracy"
-    extra = {"chance": None, "unparsed": None} if setting == "open" else {}
+    extra = {"chance": None, "no_chance": "open-ended answers: no chance level", "unparsed": JUDGE_UNUSABLE}
+    extra = extra if setting == "open" else {}
     leaves = {t: Leaf(f"odi_bench_{setting}_{t}", metric, **extra) for t in odi.TASKS}
     columns = [
         Column("Overall", "Overall", Pooled(tuple(leaves.values()))),
@@ -47,6 +48,8 @@ def _layout(setting: str) -> Layout:
     notes = ["Overall, General, Spatial: means over questions, as the paper's (Table 2 prints no General / Spatial)"]
     if setting == "open":
         notes.append("open-ended: judge score (0 / 0.5 / 1); judge failures are left out of every mean")
+        notes.append("unparsed (open-ended): share of answers with no usable verdict (judge failures and unparsed "
+                     "verdicts)")  # fmt: skip
     return Layout(f"odi_bench_{setting}", "odi_bench", f"ODI-Bench {number}: {setting} setting", tuple(columns), ref,
                   notes=tuple(notes), digits=2)  # fmt: skip
 

@@ -26,20 +26,28 @@ CITATION = Citation(
 )
 
 _SKILLS = ("object_counting", "relative_distance", "relative_direction")
+_NO_MAP_CHANCE = "cognitive maps: no chance level (a map is not a choice among options)"
+_NO_COUNT_CHANCE = "object counting scores partial credit: no chance level"
+_UNPARSED_MAPS = (
+    "unparsed (map columns): share of maps that could not be parsed; such a map gets the official "
+    "lowest score (F1 0, CHAIR 0), so read CHAIR and F1 with this rate beside them"
+)
+_UNPARSED_QA = "unparsed (QA columns): share of the skill's answers from which no answer could be read"
 
 
 def layouts() -> list[Layout]:
     def cog(task: str, metric: str, sample: str | None = None, **kw: Any) -> Leaf:
-        return Leaf(task, metric, sample_metric=sample, chance=None, **kw)
+        return Leaf(task, metric, sample_metric=sample, chance=None, no_chance=_NO_MAP_CHANCE, **kw)
 
     def qa(task: str, skill: str) -> Leaf:
-        return Leaf(task, skill, sample_metric="accuracy", where=("skill", skill), chance=None, unparsed=None)
+        no_chance = _NO_COUNT_CHANCE if skill == "object_counting" else None
+        return Leaf(task, skill, sample_metric="accuracy", where=("skill", skill), no_chance=no_chance)
 
     std, neg = "osr_cogmap_standard", "osr_cogmap_negative"
     t2 = (
-        Column("avg_distance", "Avg dist.", cog(std, "avg_distance", unparsed=None), scaled=False),
-        Column("precision", "Precision", cog(std, "cogmap_precision", unparsed=None)),
-        Column("recall", "Recall", cog(std, "cogmap_recall", unparsed=None)),
+        Column("avg_distance", "Avg dist.", cog(std, "avg_distance"), scaled=False),
+        Column("precision", "Precision", cog(std, "cogmap_precision")),
+        Column("recall", "Recall", cog(std, "cogmap_recall")),
         Column("f1", "F1", cog(std, "cogmap_f1")),
     )
     t3 = tuple(
@@ -51,19 +59,22 @@ def layouts() -> list[Layout]:
         )
     )
     t4 = (
-        Column("precision", "Precision", cog(neg, "cogmap_precision", unparsed=None)),
-        Column("recall", "Recall", cog(neg, "cogmap_recall", unparsed=None)),
-        Column("chair_s", "CHAIR_S", cog(neg, "chair_s", unparsed=None)),
-        Column("chair_i", "CHAIR_I", cog(neg, "chair_i", unparsed=None)),
-        Column("chair_instance", "CHAIR_ins", cog(neg, "chair_instance", unparsed=None)),
+        Column("precision", "Precision", cog(neg, "cogmap_precision")),
+        Column("recall", "Recall", cog(neg, "cogmap_recall")),
+        Column("chair_s", "CHAIR_S", cog(neg, "chair_s")),
+        Column("chair_i", "CHAIR_I", cog(neg, "chair_i")),
+        Column("chair_instance", "CHAIR_ins", cog(neg, "chair_instance")),
         *(Column(s, s.replace("_", " "), qa("osr_qa_negative_vanilla", s)) for s in _SKILLS),
     )
-    t5 = (Column("format_success_rate", "Success rate (%)", cog(std, "format_success_rate", unparsed=None)),)
+    t5 = (Column("format_success_rate", "Success rate (%)", cog(std, "format_success_rate")),)
     return [
-        Layout("osr_table2", "osr_bench", "OSR-Bench Table 2: cognitive map generation", t2, "table2", digits=3),
+        Layout("osr_table2", "osr_bench", "OSR-Bench Table 2: cognitive map generation", t2, "table2", digits=3,
+               notes=(_UNPARSED_MAPS,)),
         Layout("osr_table3", "osr_bench", "OSR-Bench Table 3: QA with / without the map", t3, "table3", digits=3,
-               notes=("QA in the vanilla (non-think) prompt; counting scores partial credit",)),
+               notes=("QA in the vanilla (non-think) prompt; counting scores partial credit", _UNPARSED_QA)),
         Layout("osr_table4", "osr_bench", "OSR-Bench Table 4: negative sampling", t4, "table4", digits=3,
-               notes=("map metrics from osr_cogmap_negative, QA from osr_qa_negative_vanilla",)),
-        Layout("osr_table5", "osr_bench", "OSR-Bench Table 5: well-formatted cognitive maps", t5, "table5", digits=2),
+               notes=("map metrics from osr_cogmap_negative, QA from osr_qa_negative_vanilla", _UNPARSED_MAPS,
+                      _UNPARSED_QA)),
+        Layout("osr_table5", "osr_bench", "OSR-Bench Table 5: well-formatted cognitive maps", t5, "table5", digits=2,
+               notes=("unparsed: share of maps that could not be parsed",)),
     ]  # fmt: skip

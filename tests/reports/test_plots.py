@@ -1,0 +1,119 @@
+"""Plots a researcher can paste: %, short labels that fit, labels that do not overlap, no model dropped silently."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from report_fixtures import FALLBACK, open_verdicts, write_run
+
+from lmms_spatial.cli import main as lmms_spatial
+from lmms_spatial.reports import plots
+from lmms_spatial.reports.tables import Cell, Column, Leaf, Row, Table
+
+STAMP = "20260101_000000"
+API = "model_version=gpt-4o-2024-08-06,base_url=https://api.openai.com/v1,num_concurrent=8"
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """{file name: what the figure showed} for every plot saved during the test."""
+    shown: dict[str, dict] = {}
+    save = plots._save
+
+    def record(fig, plt, path):
+        ax = fig.axes[0]
+        legend = ax.get_legend()
+        shown[path.name] = {
+            "ylabel": ax.get_ylabel(),
+            "xlabel": ax.get_xlabel(),
+            "yticks": [t.get_text() for t in ax.get_yticklabels()],
+            "legend": [t.get_text() for t in legend.get_texts()] if legend else [],
+            "texts": [t.get_text() for t in fig.texts],
+            "bars": [p.get_height() for p in ax.patches],
+            "boxes": _label_boxes(fig, ax),
+        }
+        return save(fig, plt, path)
+
+    monkeypatch.setattr(plots, "_save", record)
+    return shown
+
+
+def _label_boxes(fig, ax) -> list[tuple[str, tuple[float, float, float, float]]]:
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for text in ax.texts:
+        if text.get_text():
+            box = text.get_window_extent(renderer)
+            out.append((text.get_text(), (box.x0, box.y0, box.x1, box.y1)))
+    return out
+
+
+def _table(scale: float, value: float | None, note: str | None = None) -> Table:
+    column = Column("acc", "Acc", Leaf("t", "accuracy"))
+    rows = [Row("m", "model", [Cell(value, note=note)], model="m"), Row("P", "reference", [Cell(0.5 * scale)])]
+    return Table("t", "T", "src", ["Acc"], rows=rows, columns=[column], scale=scale)
+
+
+def test_every_plotted_score_is_in_percent_whatever_the_table_prints():
+    """OSR-Bench's tables print fractions (scale 1), the others %: 0.25 and 25.0 both plot as 25%."""
+    osr, odi = _table(1.0, 0.25), _table(100.0, 25.0)
+    assert plots.percent(osr, 0, 0.25) == plots.percent(odi, 0, 25.0) == 25.0
+    points, missing = plots.xy_points(osr, "acc", odi, "acc")
+    assert points == [("m", "model", 25.0, 25.0), ("P", "reference", 50.0, 50.0)] and missing == []
+
+
+def test_a_model_without_a_value_is_listed_under_the_scatter_with_the_reason(tmp_path, figures):
+    x, y = _table(100.0, 40.0), _table(100.0, None, note="no judge: no answer was judged")
+    points, missing = plots.xy_points(x, "acc", y, "acc")
+    assert [p[0] for p in points] == ["P"]
+    assert missing == ["m: no Acc of t (no judge: no answer was judged)"]
+    plots.scatter(points, tmp_path / "s.png", "T", "x (%)", "y (%)", True, missing)
+    assert figures["s.png"]["texts"] == ["Not plotted:\nm: no Acc of t (no judge: no answer was judged)"]
+
+
+def test_the_labels_of_twenty_close_models_do_not_overlap(tmp_path, figures):
+    points = [
+        (f"model-{k:02d}-with-a-longish-name", "model", 40 + (k % 5) * 0.8, 40 + (k // 5) * 0.8) for k in range(20)
+    ]
+    points += [(f"Published-{k}", "reference", 42 + k * 0.3, 41 + k * 0.2) for k in range(10)]
+    plots.scatter(points, tmp_path / "s.png", "T", "x (%)", "y (%)", False)
+    boxes = figures["s.png"]["boxes"]
+    assert len(boxes) == 30  # every point labelled (by name, or by a number listed under the plot)
+    for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2):
+        assert not plots._overlap(box_a, box_b), (a, b)
+
+
+def test_bar_charts_have_a_y_axis_label_in_percent_and_no_bar_for_a_missing_value(tmp_path, figures):
+    table = _table(100.0, None, note="mmsi_circular not in this run")
+    table.rows.insert(1, Row("n", "model", [Cell(30.0)], model="n"))
+    plots.bar_chart(table, tmp_path / "b.png")
+    shown = figures["b.png"]
+    assert shown["ylabel"] == "score (%)"
+    heights = shown["bars"]
+    assert heights[0] != heights[0] and heights[1:] == [30.0, 50.0]  # NaN: no bar, never a bar of 0
+    assert shown["texts"] == ["Not plotted:\nm: no value for Acc (mmsi_circular not in this run)"]
+
+
+def test_twenty_models_with_api_ones_get_short_labels_headline_bars_and_a_heatmap(tmp_path, figures):
+    """Through the real command (ODI-Bench open-ended only, to keep it quick): one bar per row with short
+    labels (marks kept), every column in a heatmap, and the model whose score is NaN listed, not dropped."""
+    for k in range(20):
+        args = f"pretrained=org/Model-{k:02d}-7B" if k % 2 else API.replace("gpt-4o-2024-08-06", f"gpt-4o-v{k:02d}")
+        verdicts = open_verdicts(k) if k != 5 else {t: [None] * 4 for t in open_verdicts(0)}  # k=5: no judge
+        judge = FALLBACK if k == 3 else "gpt-4o-judge"
+        write_run(tmp_path / "runs" / f"m{k:02d}", STAMP, args, {}, None, model="hf" if k % 2 else "openai",
+                  open_scores=verdicts, judge=judge, of=8 if k == 7 else None)  # fmt: skip
+    out = tmp_path / "report"
+    assert lmms_spatial(["report", str(tmp_path / "runs"), "--out", str(out), "--quiet"]) == 0
+    assert sorted(p.name for p in (out / "plots").glob("*.png")) == ["odi_bench_open_bars.png",
+                                                                     "odi_bench_open_heatmap.png"]  # fmt: skip
+    bars = figures["odi_bench_open_bars.png"]
+    assert bars["xlabel"] == "Overall (%)" and bars["ylabel"] == "model"
+    labels = set(bars["yticks"])
+    assert {"Model-03-7B (rule-based judge)", "Model-07-7B (40/80)", "gpt-4o-v00"} <= labels
+    assert not any("base_url" in label for label in labels)
+    assert any("Model-05-7B: no value for Overall (no judge" in t for t in bars["texts"])
+    heat = figures["odi_bench_open_heatmap.png"]
+    assert "Model-07-7B (40/80)" in heat["yticks"] and any("Model-05-7B: no value for every column" in t
+                                                          for t in heat["texts"])  # fmt: skip

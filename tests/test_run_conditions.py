@@ -1,0 +1,299 @@
+"""A run's conditions in its results (``results["lmms_spatial"]``), the last lines they call for, and a chat
+model that draws its own maps: the pieces, without lmms-eval runs (tests/e2e/test_run_conditions_cli.py has those)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+from lmms_eval.api.instance import Instance
+
+from lmms_spatial.models import stages
+from lmms_spatial.plugin import conditions, failures
+from lmms_spatial.plugin.maps import own_maps
+
+# --- the model's label ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "label"),
+    [
+        ("qwen2_5_vl", "pretrained=Qwen/Qwen2.5-VL-7B-Instruct,attn_implementation=flash_attention_2",
+         "Qwen2.5-VL-7B-Instruct"),
+        ("openai", "model_version=gpt-4o,base_url=https://api.openai.com/v1,num_concurrent=8", "gpt-4o"),
+        ("litellm", "model=anthropic/claude-3-5-sonnet", "claude-3-5-sonnet"),
+        ("staged", "base=qwen2_5_vl,pretrained=/ckpt/runs/my-model/,stage_cache=/tmp/s", "my-model"),
+        ("random_choice", "seed=3", "random_choice"),
+        ("random_choice", "", "random_choice"),
+    ],
+)  # fmt: skip
+def test_the_label_is_the_basename_of_the_checkpoint_or_api_model_never_the_whole_model_args(name, args, label):
+    assert conditions.model_label(name, args) == label
+
+
+def test_a_replayed_run_keeps_the_label_of_the_run_whose_samples_it_answers_from(tmp_path):
+    run = tmp_path / "qwen"
+    run.mkdir()
+    (run / "20260101_000000_samples_mmsi_vanilla.jsonl").write_text("{}\n")
+    (run / "20260101_000000_results.json").write_text(
+        json.dumps({"config": {"model": "qwen2_5_vl", "model_args": "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"}})
+    )
+    entry = conditions.model_entry({"model": "replay", "model_args": f"samples={run},prompt_check=warn"})
+    assert entry["label"] == "Qwen2.5-VL-3B-Instruct"
+    assert entry["replayed_from"] == str(run / "20260101_000000_results.json")
+
+
+# --- the conditions of a run --------------------------------------------------------------------
+
+
+def _results(**results_of) -> dict:
+    return {
+        "config": {"model": "random_choice", "model_args": "seed=7", "limit": 3.0, "random_seed": 0},
+        "n-samples": {t: {"original": 12, "effective": 3} for t in results_of},
+        "results": {t: {"alias": t, **m} for t, m in results_of.items()},
+    }
+
+
+def test_documents_count_against_the_splits_size_and_the_limit_is_kept_as_given():
+    tasks = {"mmsi_vanilla": {"benchmark": "mmsi", "judge_rubric": None, "map_stage": None, "run_options": {}}}
+    value = conditions.build(_results(mmsi_vanilla={"accuracy,none": 0.5}), tasks, empty=["odi_bench_close_ocr"])
+    assert value["schema"] == 1 and value["model"] == {"label": "random_choice", "name": "random_choice",
+                                                       "args": "seed=7", "seed": 7}  # fmt: skip
+    task = value["tasks"]["mmsi_vanilla"]
+    assert (task["documents"], task["of"], task["limit"]) == (3, 12, 3)  # lmms-eval's 3.0 read back as 3
+    assert task["judge"] is None and task["map_source"] is None and task["seed"] == 7
+    assert value["tasks"]["odi_bench_close_ocr"]["documents"] == value["tasks"]["odi_bench_close_ocr"]["of"] == 0
+
+
+def test_the_seed_is_lmms_evals_when_the_model_takes_none():
+    results = _results(t={})
+    results["config"].update(model_args="pretrained=x/y", random_seed=1234)
+    assert conditions.build(results, {})["model"]["seed"] == 1234
+
+
+ODI = {"benchmark": "odi_bench", "judge_rubric": "odi_open", "map_stage": None, "run_options": {"X": "1"}}
+
+
+def test_an_llm_judge_is_named_with_its_rubric_and_counts(monkeypatch):
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "gpt-4o")
+    metrics = {"judge_failures,none": 1, "judge_unparsed,none": 1, "judge_fallback_share,none": 0.0}
+    value = conditions.build(_results(odi_bench_open_ocr=metrics), {"odi_bench_open_ocr": ODI})
+    # 3 documents: 1 judge failure, 1 unreadable verdict, so 3 - 1 - 1 = 1 verdict in judge_score
+    assert value["tasks"]["odi_bench_open_ocr"]["judge"] == {
+        "kind": "llm", "model": "gpt-4o", "rubric": "odi_open", "rubric_version": "1.0",
+        "scored": 1, "failures": 1, "unparsed": 1}  # fmt: skip
+
+
+def test_osr_negative_keeps_its_unreadable_verdicts_among_the_scored_ones(monkeypatch):
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "deepseek-chat")
+    osr = {**ODI, "benchmark": "osr_bench", "judge_rubric": "osr_negative"}
+    metrics = {"judge_failures,none": 0, "judge_unparsed,none": 2}
+    judge = conditions.build(_results(osr_qa_negative_vanilla=metrics), {"osr_qa_negative_vanilla": osr})
+    assert judge["tasks"]["osr_qa_negative_vanilla"]["judge"]["scored"] == 3  # the 2 unreadable ones score 0
+
+
+def test_the_rule_based_fallback_is_named_with_its_share(monkeypatch):
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "none")
+    value = conditions.build(_results(t={"judge_fallback_share,none": 1.0}), {"t": ODI})
+    assert value["tasks"]["t"]["judge"] == {"kind": "rule", "rule": "odi_open rule-based fallback "
+                                            "(LMMS_SPATIAL_JUDGE=none)", "share": 1.0}  # fmt: skip
+
+
+def test_no_judge_configured_says_so(monkeypatch):
+    monkeypatch.delenv("LMMS_SPATIAL_JUDGE", raising=False)
+    value = conditions.build(_results(t={"judge_failures,none": 3}), {"t": ODI})
+    assert value["tasks"]["t"]["judge"] == {"kind": "none", "reason": "no judge configured (LMMS_SPATIAL_JUDGE is "
+                                                                      "not set)"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("without", "draws", "source"),
+                         [(0, False, "own_map"), (3, False, "none"), (1, False, "partial"), (None, True, "own_map"),
+                          (None, False, "none")])  # fmt: skip
+def test_the_map_source_is_read_from_the_answers_given_without_a_map(without, draws, source):
+    metrics = {} if without is None else {"answers_without_map,none": without}  # None: --predict_only, no metrics
+    osr = {"benchmark": "osr_bench", "judge_rubric": None, "map_stage": "osr_cogmap", "run_options": {}}
+    value = conditions.build(_results(t=metrics), {"t": osr}, lm_draws_maps=draws)
+    assert value["tasks"]["t"]["map_source"] == source
+
+
+def test_run_options_come_from_the_score_records_when_the_samples_are_at_hand():
+    results = _results(t={})
+    results["samples"] = {
+        "t": [{"doc_id": 0, "judge_score": {"run_options": {"LMMS_SPATIAL_ODI_API_IMAGES": "openai"}}}]
+    }
+    value = conditions.build(results, {"t": ODI})
+    assert value["tasks"]["t"]["run_options"] == {"LMMS_SPATIAL_ODI_API_IMAGES": "openai"}
+    assert conditions.build(_results(t={}), {"t": ODI})["tasks"]["t"]["run_options"] == {"X": "1"}  # no samples
+
+
+def test_the_tasks_declare_their_judge_and_map_on_their_scorer():
+    from lmms_spatial.tasks.odi_bench import adapter as odi
+    from lmms_spatial.tasks.osr_bench import adapter as osr
+
+    class Task:
+        def __init__(self, name, scorer):
+            self.config = type("Config", (), {"task": name, "process_results": scorer})()
+
+    task_dict = {"odi_bench_open": {"odi_bench_open_ocr": Task("odi_bench_open_ocr", odi.process_results_open)},
+                 "osr_qa_cogmap_negative_think": Task("osr_qa_cogmap_negative_think",
+                                                      osr.PROCESSORS["qa_cogmap_negative_think"]),
+                 "mme": Task("mme", print)}  # fmt: skip
+    found = conditions.declared(task_dict)
+    assert set(found) == {"odi_bench_open_ocr", "osr_qa_cogmap_negative_think"}  # not lmms-eval's own mme
+    assert (
+        found["odi_bench_open_ocr"]["judge_rubric"] == "odi_open" and found["odi_bench_open_ocr"]["map_stage"] is None
+    )
+    assert (found["osr_qa_cogmap_negative_think"]["judge_rubric"], found["osr_qa_cogmap_negative_think"]["map_stage"]) \
+        == ("osr_negative", "osr_cogmap")  # fmt: skip
+
+
+# --- the last lines -----------------------------------------------------------------------------------
+
+
+def _value(**tasks) -> dict:
+    return {"model": {"label": "tiny", "name": "qwen2_5_vl", "args": "pretrained=/m/tiny"}, "tasks": tasks}
+
+
+def test_with_map_tasks_answered_without_a_map_are_named_with_the_command_that_scores_them():
+    value = _value(osr_qa_cogmap_standard_vanilla={"map_source": "none"}, osr_qa_standard_vanilla={"map_source": None})
+    value["model"] = {"label": "random_choice", "name": "random_choice", "args": "seed=0"}
+    (line,) = conditions.notes(value)
+    assert line == (
+        "lmms-spatial: osr_qa_cogmap_standard_vanilla: not scored (NaN): they ask each question after the model's "
+        "own map, and random_choice drew none (random_choice is not a chat model; answers_without_map counts them). "
+        "A chat model draws its own map, e.g. lmms-eval --model qwen2_5_vl --model_args "
+        "pretrained=Qwen/Qwen2.5-VL-7B-Instruct --tasks osr_qa_cogmap_standard_vanilla"
+    )
+    results = {"results": {"osr_qa_cogmap_standard_vanilla": {"accuracy,none": math.nan}}}
+    conditions.annotate(results, value)
+    assert results["results"]["osr_qa_cogmap_standard_vanilla"][conditions.NOT_SCORED_KEY] == ("no map")
+
+
+def _judged(unparsed: int, scored: int, rubric: str = "odi_open") -> dict:
+    return {"judge": {"kind": "llm", "model": "j", "rubric": rubric, "rubric_version": "1.0", "scored": scored,
+                      "failures": 0, "unparsed": unparsed}}  # fmt: skip
+
+
+def test_more_than_five_percent_unreadable_verdicts_are_said_with_one_example():
+    samples = {"b": [{"judge_score": {"reason": "judge_unparsed", "judge_reply": "I think\n it is fine"}}]}
+    # 1 of 20 verdicts (5%): not said, also when all are in one task of a run; 2 of 21 (9.5%): said, with the
+    # reply found in the samples
+    assert conditions.notes(_value(a=_judged(1, 19))) == []
+    assert conditions.notes(_value(a=_judged(0, 18), b=_judged(1, 1))) == []  # 1 of 20 over the run, not 1 of 2
+    (line,) = conditions.notes(_value(a=_judged(1, 19), b=_judged(1, 0)), samples)
+    assert line == ("lmms-spatial: 2 of 21 verdicts of the judge j (rubric odi_open) could not be read (10%): left "
+                    "out of judge_score, counted in judge_unparsed; e.g. 'I think it is fine'. Check the judge model "
+                    "and its server")  # fmt: skip
+
+
+def test_osr_unreadable_verdicts_are_said_to_score_0_as_officially_and_the_example_can_come_from_the_judge():
+    # osr_negative: unreadable verdicts are among the scored ones (0, as the official evaluator), 3 of 3
+    (line,) = conditions.notes(_value(t=_judged(3, 3, "osr_negative")), example=lambda rubric: f"{rubric} said ok")
+    assert "3 of 3 verdicts" in line and "(100%)" in line
+    assert "scored 0 in llm_accuracy, as the official OSR-Bench evaluator scores them" in line
+    assert "e.g. 'osr_negative said ok'" in line
+
+
+def test_notes_end_the_output_and_leave_the_exit_status_alone(monkeypatch, capsys):
+    exits = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    failures.reset()
+    try:
+        failures.add_note("lmms-spatial: a note")
+        failures._exit_if_failed()
+        assert capsys.readouterr().err == "lmms-spatial: a note\n" and exits == []
+        failures.add_line("lmms-spatial: t failed while scoring: X")
+        failures._exit_if_failed()
+        assert capsys.readouterr().err.splitlines() == [
+            "lmms-spatial: a note",
+            "lmms-spatial: t failed while scoring: X",
+        ]
+        assert exits == [1]
+    finally:
+        failures.reset()
+
+
+# --- a chat model draws its own maps -----------------------------------------------------------------
+
+
+class FakeChat:
+    """A chat 'model' recording every call: the requests as given, and the messages it read."""
+
+    is_simple = False
+
+    def __init__(self):
+        self.calls: list[list] = []
+        self.read: list[list[list[dict]]] = []
+        self.task_dict = {"maps": {"test": [{"image": "img-1", "q": "q1"}, {"image": "img-1", "q": "q2"},
+                                            {"image": "img-2", "q": "q3"}]},
+                          "other": {"test": [{"q": "o1"}, {"q": "o2"}]}}  # fmt: skip
+
+    def generate_until(self, requests):
+        self.calls.append(list(requests))
+        batch = []
+        for r in requests:
+            _ctx, doc_to_messages, _gen, doc_id, task, split = r.args
+            batch.append(doc_to_messages(self.task_dict[task][split][doc_id]))
+        self.read.append(batch)
+        return [f"answer to: {messages[-1]['content'][-1]['text']}" for messages in batch]
+
+
+def _to_messages(doc):
+    if "image" not in doc:
+        return [{"role": "user", "content": [{"type": "text", "text": doc["q"]}]}]
+    return [{"role": "user", "content": [{"type": "image", "url": doc["image"]}, {"type": "text", "text": "map"}]},
+            stages.stage_placeholder("osr_cogmap", doc["image"]),
+            {"role": "user", "content": [{"type": "text", "text": doc["q"]}]}]  # fmt: skip
+
+
+def _request(task: str, doc_id: int) -> Instance:
+    return Instance("generate_until", ("", _to_messages, {}, doc_id, task, "test"), 0,
+                    {"task": task, "doc_id": doc_id, "repeats": 1})  # fmt: skip
+
+
+@pytest.fixture
+def clean_stages():
+    stages.clear()
+    yield
+    stages.clear()
+
+
+def test_a_chat_model_draws_one_map_per_image_and_other_tasks_reach_it_unchanged(clean_stages, tmp_path):
+    lm = FakeChat()
+    requests = [_request("other", 1), _request("maps", 0), _request("maps", 1), _request("other", 0),
+                _request("maps", 2)]  # fmt: skip
+    with own_maps(lm, {"maps"}, "fake:m", str(tmp_path / "answers")) as drawing:
+        answers = lm.generate_until(requests)
+    assert drawing is True and "generate_until" not in lm.__dict__  # the model is left as it was
+    others, maps, finals = lm.calls
+    assert others == [requests[0], requests[3]]  # the same requests, in their order, in one call
+    assert [m[-1]["content"][-1]["text"] for m in lm.read[1]] == ["map", "map"]  # img-1 and img-2: 2 maps, not 3
+    assert len(finals) == 3 and lm.read[2][0][1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "answer to: map"}],
+    }
+    assert answers == ["answer to: o2", "answer to: q1", "answer to: q2", "answer to: o1", "answer to: q3"]
+    assert stages.stage_result("osr_cogmap", "img-2") == {"key": "img-2", "output": "answer to: map"}
+    assert (tmp_path / "answers" / "lmms_spatial_stages.sqlite").is_file()  # kept with the answers
+
+
+def test_a_map_kept_with_the_answers_is_found_for_an_answer_a_resumed_run_takes_from_the_cache(clean_stages, tmp_path):
+    lm = FakeChat()
+    with own_maps(lm, {"maps"}, "fake:m", str(tmp_path)):
+        lm.generate_until([_request("maps", 2)])
+    stages.clear()  # a new process: nothing in memory, the model not asked again
+    lm = FakeChat()
+    with own_maps(lm, {"maps"}, "fake:m", str(tmp_path)):
+        assert stages.stage_result("osr_cogmap", "img-2") == {"key": "img-2", "output": "answer to: map"}
+    assert lm.calls == []
+
+
+def test_a_simple_model_or_one_that_draws_stages_itself_is_left_alone(clean_stages):
+    simple = FakeChat()
+    simple.is_simple = True
+    with own_maps(simple, {"maps"}, "fake:m") as drawing:
+        assert drawing is False and "generate_until" not in simple.__dict__
+    with own_maps(FakeChat(), set(), "fake:m") as drawing:  # no with-map task in the run
+        assert drawing is False
