@@ -31,12 +31,18 @@ def main(argv=None):
 """
 
 
-def test_every_module_in_scope_exists_and_every_scorer_module_is_in_scope():
-    assert all((REPO / module).is_file() for module in mutation.SCOPE)
-    scorers = {f"metrics/{p.name}" for p in (REPO / "metrics").glob("*.py") if p.name != "__init__.py"}
-    scorers |= {f"metrics/rubrics/{p.name}" for p in (REPO / "metrics/rubrics").glob("*.py") if p.name != "__init__.py"}
-    scorers |= {f"tasks/{p.parent.name}/adapter.py" for p in (REPO / "tasks").glob("*/adapter.py")}
-    assert scorers == set(mutation.SCOPE)
+def test_the_scope_is_every_scorer_module_found_a_new_benchmark_included(tmp_path):
+    for module in ("metrics/__init__.py", "metrics/dori.py", "metrics/rubrics/base.py", "tasks/dori/adapter.py"):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("")
+    (tmp_path / "tasks/dori/utils.py").write_text("")
+    assert mutation.scope(tmp_path) == ["metrics/dori.py", "metrics/rubrics/base.py", "tasks/dori/adapter.py"]
+    (tmp_path / "tasks/orient_bench").mkdir()
+    (tmp_path / "tasks/orient_bench/adapter.py").write_text("")
+    assert "tasks/orient_bench/adapter.py" in mutation.scope(tmp_path)
+    assert {"metrics/extraction.py", "metrics/aggregation.py", "tasks/osr_bench/adapter.py"} <= set(
+        mutation.scope(REPO)
+    )
 
 
 def test_module_names_are_the_installed_ones():
@@ -119,10 +125,10 @@ def test_a_fingerprint_changes_with_the_source_and_with_the_modules_entries_only
 
 
 def test_changed_modules_are_those_whose_fingerprint_is_not_recorded(tmp_path):
-    for module in mutation.SCOPE:
+    for module in ("metrics/dori.py", "metrics/mmsi.py", "tasks/dori/adapter.py"):
         (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / module).write_text(f"# {module}\n")
-    recorded = {m: {"fingerprint": mutation.fingerprint(m, tmp_path, "")} for m in mutation.SCOPE}
+    recorded = {m: {"fingerprint": mutation.fingerprint(m, tmp_path, "")} for m in mutation.scope(tmp_path)}
     assert mutation.changed_modules(tmp_path, "", {"modules": recorded}) == []
     (tmp_path / "metrics/dori.py").write_text("# changed\n")
     del recorded["metrics/mmsi.py"]
@@ -137,7 +143,7 @@ def test_the_time_estimate_needs_every_module_recorded():
 
 def test_the_committed_baseline_and_entries_are_readable_and_name_modules_in_scope():
     baseline = json.loads((REPO / mutation.BASELINE_FILE).read_text(encoding="utf-8"))
-    assert set(baseline["modules"]) <= set(mutation.SCOPE)
+    assert set(baseline["modules"]) <= set(mutation.scope(REPO))
     entries = mutation.parse_equivalents((REPO / mutation.EQUIVALENT_FILE).read_text(encoding="utf-8"))
     assert all(mutation.module_of(m) is not None for m in entries)
 

@@ -2,7 +2,7 @@
 
 ``python -m lmms_spatial.bench.mutation`` (or ``scripts/mutation.py``), run from the repository root:
 
-* ``[MODULE ...]``: mutate these modules (default: every module of :data:`SCOPE`), run the fast tests of
+* ``[MODULE ...]``: mutate these modules (default: every module of :func:`scope`), run the fast tests of
   :data:`TESTS` against each mutant and print, per module, mutants / killed / equivalent / accepted /
   survived and the score, killed / (mutants - equivalent).
   Exit 1 when a mutant survives that ``mutation/equivalent.txt`` does not list (or lists with another
@@ -54,27 +54,17 @@ BASELINE_FILE = f"{MUTATION_DIR}/baseline.json"
 STAGE_DIR = ".mutation"
 COMMAND = "python -m lmms_spatial.bench.mutation"
 
-# every module whose functions compute a score, a parse or an aggregate (repository paths)
-SCOPE = (
-    "metrics/aggregation.py",
-    "metrics/dori.py",
-    "metrics/mmperspective.py",
-    "metrics/mmsi.py",
-    "metrics/odi_bench.py",
-    "metrics/osr_bench.py",
-    "metrics/rubrics/_text.py",
-    "metrics/rubrics/base.py",
-    "metrics/rubrics/mcq_extract.py",
-    "metrics/rubrics/mmsi_diagnosis.py",
-    "metrics/rubrics/odi_open.py",
-    "metrics/rubrics/osr_negative.py",
-    "tasks/dori/adapter.py",
-    "tasks/mmperspective/adapter.py",
-    "tasks/mmsi/adapter.py",
-    "tasks/odi_bench/adapter.py",
-    "tasks/osr_bench/adapter.py",
-    "metrics/extraction.py",
-)
+# Where the scorers live (repository paths, glob patterns): every benchmark's metrics module, the shared
+# extraction and aggregation, the judge rubrics and every task adapter's scoring glue. A new benchmark
+# (``lmms-spatial new-task``) is in scope as soon as its files exist: no list here to edit.
+SCOPE_PATTERNS = ("metrics/*.py", "metrics/rubrics/*.py", "tasks/*/adapter.py")
+
+
+def scope(root: Path) -> list[str]:
+    """The modules in scope under ``root``, sorted (``__init__.py`` files hold no scorer)."""
+    found = {p.relative_to(root).as_posix() for pattern in SCOPE_PATTERNS for p in root.glob(pattern)}
+    return sorted(m for m in found if not m.endswith("/__init__.py"))
+
 
 # functions that compute no score (glob patterns on the function name), left out in every module: the
 # adapters' prompts, images, data-source validation and log lines, and command-line argument plumbing
@@ -146,11 +136,14 @@ def dotted(module: str) -> str:
 
 
 def module_of(mutant: str) -> str | None:
-    """The repository path of the module a mutant name belongs to (``None``: not in scope)."""
-    for module in SCOPE:
-        if mutant.startswith(dotted(module) + "."):
-            return module
-    return None
+    """The repository path of the module a mutant name belongs to (``None``: not one of ours).
+
+    A name is ``<module>.<mangled function>__mutmut_<n>``; the mangled function holds no dot.
+    """
+    parts = mutant.rpartition(".")[0].split(".")
+    if len(parts) < 3 or parts[0] != "lmms_spatial" or parts[1] not in ("metrics", "tasks"):
+        return None
+    return "/".join(parts[1:]) + ".py"
 
 
 def functions(source: str) -> list[str]:
@@ -432,9 +425,9 @@ def write_baseline(root: Path, baseline: dict) -> None:
 
 
 def changed_modules(root: Path, equivalents_text: str, baseline: dict) -> list[str]:
-    """Modules of :data:`SCOPE` whose fingerprint is not the one recorded in the baseline."""
+    """Modules in :func:`scope` whose fingerprint is not the one recorded in the baseline."""
     recorded = baseline.get("modules", {})
-    return [m for m in SCOPE if recorded.get(m, {}).get("fingerprint") != fingerprint(m, root, equivalents_text)]
+    return [m for m in scope(root) if recorded.get(m, {}).get("fingerprint") != fingerprint(m, root, equivalents_text)]
 
 
 OVERHEAD_S = 90.0  # staging, mutant generation, the stats run and the clean run of the selection (measured: 60-90 s)
@@ -540,11 +533,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.again:
         return _again(root, equivalents, args.max_children)
-    unknown = [m for m in args.modules if m not in SCOPE]
+    in_scope = scope(root)
+    unknown = [m for m in args.modules if m not in in_scope]
     if unknown:
-        print(f"{COMMAND}: not in scope: {unknown} (scope: {', '.join(SCOPE)})")
+        print(f"{COMMAND}: not in scope: {unknown} (scope: {', '.join(in_scope)})")
         return 2
-    modules = args.modules or list(SCOPE)
+    modules = args.modules or in_scope
     if args.changed:
         modules = [m for m in modules if m in changed_modules(root, equivalents_text, baseline)]
         if not modules:

@@ -88,7 +88,7 @@ def test_anchoring_prints_one_row_per_task_then_all_then_what_was_left_out():
         row("counting", 1, "0.00", "100.00"),  # q2: close right, open wrong
         row("ocr", 2, "50.00", "0.00"),  # q0: open right, close wrong; q1 both right
         row("all", 3, "33.33", "33.33"),
-        "(open right = judge score >= 0.5; left out: 0 judge failures, 0 only close-ended, 0 only open-ended)",
+        "(open right = judge score >= 0.5; left out: 0 without a verdict, 0 only close-ended, 0 only open-ended)",
     ]
 
 

@@ -188,20 +188,27 @@ def test_the_judged_score_is_the_mean_over_scored_records_and_the_log_says_who_j
         _open(1.0, judge="gpt", rubric="odi_open", rubric_version="1.0"),
         _open(0.0, judge="gpt", rubric="odi_open", rubric_version="1.0"),
         _open(0.5, judge="none (rule-based fallback)", rubric="odi_open", rubric_version="1.0"),
+        _open(judge="gpt", rubric="odi_open", rubric_version="1.0", reason="judge_unparsed"),  # no verdict read
         _open(failed=True),
     ]
-    assert adapter.aggregate_judge_score(records) == 0.5  # (1 + 0 + 0.5) / 3; the failure left out
+    assert adapter.aggregate_judge_score(records) == 0.5  # (1 + 0 + 0.5) / 3; the two without a verdict left out
     assert infos == [
         "ODI-Bench open-ended (ocr): judged by gpt (odi_open@1.0), none (rule-based fallback) (odi_open@1.0); "
-        "3 scored, 1 judge failures"
+        "3 scored, 1 judge failures, 1 verdicts unreadable"
     ]
+    assert adapter.aggregate_unparsed(records) == 1 and adapter.aggregate_failures(records) == 1
 
 
 def test_a_task_with_only_failures_says_nobody_judged(infos):
     assert math.isnan(adapter.aggregate_judge_score([_open(failed=True), _open(failed=True)]))
-    assert infos == ["ODI-Bench open-ended (ocr): judged by nobody; 0 scored, 2 judge failures"]
+    assert infos == ["ODI-Bench open-ended (ocr): judged by nobody; 0 scored, 2 judge failures, 0 verdicts unreadable"]
     infos.clear()
     assert math.isnan(adapter.aggregate_judge_score([])) and infos == []
+
+
+def test_an_unreadable_verdict_of_a_failed_call_is_not_counted_twice():
+    # a judge failure is counted as a failure even if its reason were the unparsed one
+    assert adapter.aggregate_unparsed([_open(failed=True, reason="judge_unparsed")]) == 0
 
 
 def test_the_fallback_share_is_over_scored_records():

@@ -7,6 +7,7 @@ Values worked by hand from the official rules (``metrics/osr_bench.py``): exact 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from loguru import logger
@@ -180,12 +181,45 @@ def test_a_map_question_carries_the_map_it_was_given_and_its_f1(no_stages, warni
     assert negative["stage_outputs"] == {"osr_cogmap": None}  # the negative pool's map is another stage key
 
 
-def test_a_missing_map_stage_is_said_once(no_stages, warnings, monkeypatch):
+NO_MAP = "no_map: no map of this image was in the conversation (the model draws none: not a chat model)"
+
+
+def test_an_answer_without_a_map_is_kept_unscored_and_said_once(no_stages, warnings, monkeypatch):
     monkeypatch.setattr(adapter, "_warned", type(adapter._warned)())
     for _ in range(2):
-        record = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DIRECTION, ["front left"])["accuracy"]
-        assert "map_key" not in record and "map_f1" not in record
-    assert warnings == ["osr_qa_cogmap: no map stage output recorded; run with --model staged to generate maps"]
+        out = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DISTANCE, ["table"])
+    record = out["accuracy"]
+    assert record == {
+        "parsed": "table",
+        "id": "s1:4",
+        "scene_id": "s1",
+        "skill": "relative_distance",
+        "answer": "table",
+        "stage_outputs": {"osr_cogmap": None},
+        "rule_reason": "exact_match:reply",
+        "reason": NO_MAP,
+    }  # no score: the rule's 1 is not a with-map number
+    assert math.isnan(out["relative_distance"]) and math.isnan(out["unparsed_rate"])
+    assert out["chance_level"] == pytest.approx(1 / 3) and out["answers_without_map"] == 1.0
+    assert out["overall"] is record and "llm_accuracy" not in out
+    assert warnings == [f"osr_qa_cogmap: {NO_MAP}; the with-map tasks are left unscored"]
+
+
+def test_a_direction_answer_without_a_map_on_the_negative_config_is_not_judged(no_stages, monkeypatch):
+    import lmms_spatial.judge
+
+    monkeypatch.setattr(lmms_spatial.judge, "get_judge", lambda rubric: pytest.fail("the judge was asked"))
+    out = adapter.PROCESSORS["qa_cogmap_negative_vanilla"](DIRECTION, ["front left"])
+    unjudged = {"failed": False, "reason": NO_MAP}
+    assert out["llm_accuracy"] == unjudged and out["judge_failures"] == unjudged and out["judge_unparsed"] == unjudged
+    assert out["accuracy"]["judge"] == unjudged and math.isnan(out["relative_direction_lenient"])
+    assert out["chance_level"] == 1 / 8
+
+
+def test_a_with_map_answer_reports_no_answer_without_a_map(no_stages):
+    stages.record("osr_cogmap", "standard:s1", "{}")
+    assert adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DIRECTION, ["front left"])["answers_without_map"] == 0.0
+    assert "answers_without_map" not in adapter.PROCESSORS["qa_standard_vanilla"](DIRECTION, ["front left"])
 
 
 def test_processors_pass_their_mode_config_and_map_setting_and_are_named_for_them():
@@ -305,3 +339,22 @@ def test_map_tasks_keep_the_panorama_undecoded():
     )
     (doc,) = adapter.one_per_image(datasets.Dataset.from_dict(rows, features=features))
     assert doc["id"] == "a:0" and doc["image"] == {"bytes": buffer.getvalue(), "path": None}
+
+
+def test_aggregations_leave_out_answers_without_a_map_and_count_unreadable_verdicts():
+    records = [
+        {"skill": "object_counting", "score": 1.0},
+        {"skill": "relative_direction", "score": 0.0},
+        {"skill": "relative_direction", "reason": NO_MAP},  # no score: left out
+    ]
+    assert adapter.aggregate_score(records) == 0.5  # (1 + 0) / 2 scored answers, not / 3
+    assert adapter.aggregate_overall(records) == 0.5  # (counting 1 + direction 0) / 2 skills
+    verdicts = [
+        {"failed": False, "score": 1.0, "reason": "judge_score_1"},
+        {"failed": False, "score": 0.0, "reason": "judge_unparsed"},  # the official evaluator's 0
+        {"failed": False, "reason": NO_MAP},  # not asked
+        {"failed": True, "reason": "judge_unparsed"},
+    ]
+    assert adapter.aggregate_judged(verdicts) == 0.5  # (1 + 0) / 2
+    assert adapter.aggregate_unparsed(verdicts) == 1 and adapter.aggregate_failures(verdicts) == 1
+    assert adapter.aggregate_sum([1.0, 0.0, 1.0]) == 2
