@@ -150,6 +150,7 @@ def test_the_negative_config_asks_the_judge_with_the_questions_fields_and_record
     ]
     verdict = {"failed": False, "score": 1.0, "reason": "judge_score_1", "judge": "fake"}
     assert out["llm_accuracy"] == verdict and out["judge_failures"] == verdict and out["accuracy"]["judge"] == verdict
+    assert out["judge_unparsed"] == verdict
     assert "llm_accuracy" not in adapter.PROCESSORS["qa_standard_vanilla"](DIRECTION, ["front left"])
 
 
@@ -226,6 +227,10 @@ def test_processors_pass_their_mode_config_and_map_setting_and_are_named_for_the
     process = adapter._qa_processor("think", "negative", True)
     assert process.__name__ == "process_results_qa_cogmap_negative_think"
     assert adapter._qa_processor("vanilla", "standard", False).__name__ == "process_results_qa_standard_vanilla"
+    # what a run records about the task's judge and map (lmms_spatial.plugin.conditions reads them)
+    assert (process.judge_rubric, process.map_stage) == ("osr_negative", "osr_cogmap")
+    plain = adapter._qa_processor("vanilla", "standard", False)
+    assert (plain.judge_rubric, plain.map_stage) == (None, None)
     assert sorted(adapter.PROCESSORS) == sorted(
         f"{p}_{c}_{m}" for p in ("qa", "qa_cogmap") for c in ("standard", "negative") for m in ("vanilla", "think")
     )
