@@ -17,7 +17,10 @@ configuration, document, request text, generation kwargs) and stores it in SQLit
    order of a subset is the same order), so the model sees the same batches as in a run never stopped;
 3. from lmms-eval 0.7.1 each process writes into ``runs/<random id>/`` and only a run that *succeeds*
    is merged into what the next run reads: a killed or failed run's answers are never found again. At
-   start, the answers logged by earlier runs that were not merged are read into this run's store.
+   start, the answers logged by earlier runs that were not merged are read into this run's store; a folder
+   a live process is writing into (:mod:`.owners`) is left to it. (lmms-eval's own run id,
+   ``LMMS_CACHE_RUN_ID``, reopens a killed run's folder only when the rerun has the same id and the same
+   ranks, and makes live runs with one id share a folder: measured in docs/reliability.md.)
 
 4. from lmms-eval 0.7.1 every key holds ``git describe`` run in the folder above lmms-eval's package: for a
    virtual environment inside a git checkout (ours, as the README makes it, or any project's), that is the
