@@ -108,7 +108,9 @@ def keep_answers(bound: Any, run: Any) -> Any:
     _announce(run, str(root), f"switch off with {ENV_SWITCH}=0")
     cache = open_cache(str(root), model=model, model_args=model_args, task_dict=bound.arguments.get("task_dict"),
                        world_size=world_size, global_rank=rank)  # fmt: skip
-    if not getattr(cache, "_run_dir", None):  # lmms-eval 0.7.0: one store per model, no run folders
+    from lmms_eval.caching.response_cache import ResponseCache
+
+    if not hasattr(ResponseCache, "create"):  # lmms-eval 0.7.0: one store per model, no run folders
         try:
             hold_run_dir(cache, run, folder=os.path.dirname(cache.db_path), rank=rank)
         except Exception:

@@ -35,8 +35,8 @@ def last_line(run) -> str:
 
 @pytest.fixture(scope="module")
 def own_tasks(tmp_path_factory) -> Path:
-    """A folder of the user's: ``my_broken`` (``mmsi_vanilla`` with a scorer that raises, tagged ``my_tag``) and
-    the group ``my_group`` holding it; ``single/`` holds ``my_broken`` alone."""
+    """A folder of the user's: ``my_broken`` (``mmsi_vanilla`` with a scorer that raises, tagged ``my_tag``);
+    ``single/`` holds it alone."""
     own = tmp_path_factory.mktemp("own_tasks")
     for folder in (own, own / "single"):
         folder.mkdir(exist_ok=True)
@@ -47,17 +47,14 @@ def own_tasks(tmp_path_factory) -> Path:
             tag: my_tag
             process_results: !function utils.explode
             """))  # fmt: skip
-    (own / "my_group.yaml").write_text("group: my_group\ntask:\n  - my_broken\n")
     return own
 
 
-@pytest.mark.parametrize("route", ["tag", "group", "folder"])
-def test_a_task_of_ours_asked_for_through_a_tag_a_group_or_a_folder_keeps_its_answers_and_exits_1(
-    route, own_tasks, lmms_eval
-):
+@pytest.mark.parametrize("route", ["tag", "folder"])
+def test_a_task_of_ours_asked_for_through_a_tag_or_a_folder_keeps_its_answers_and_exits_1(route, own_tasks, lmms_eval):
+    """(A group: ``spatial_suite`` below, a group of groups, keeps its answers and exits 1 naming a failure.)"""
     single = str(own_tasks / "single")
     tasks = {"tag": ["--tasks", "my_tag", "--include_path", str(own_tasks)],
-             "group": ["--tasks", "my_group", "--include_path", str(own_tasks)],
              # a folder of YAML files (lmms-eval loads each as a config; its own index names the task)
              "folder": ["--tasks", single, "--include_path", single]}[route]  # fmt: skip
     run = lmms_eval("--model", "random_choice", *tasks, "--limit", "2")
