@@ -283,15 +283,22 @@ def _evaluate_call(model: str | None, response_cache=None):
     return bound, Run(["t"], call.arguments["cli_args"], call=call)
 
 
-def test_a_run_of_ours_without_a_cache_opens_one_in_the_output_path_and_replay_keeps_nothing(monkeypatch, capsys):
+def test_a_run_of_ours_without_a_cache_opens_one_in_the_output_path_and_replay_keeps_nothing(
+    monkeypatch, capsys, tmp_path
+):
+    # A cache object as both lmms-eval versions' stores look to keep_answers: 0.7.0's has no run folders, so its
+    # model folder (the db file's folder) is locked; 0.7.3's carries its own run folder.
+    the_cache = types.SimpleNamespace(db_path=str(tmp_path / "model" / "cache.db"), _run_dir=str(tmp_path / "run"),
+                                      close=lambda: None)  # fmt: skip
     opened = []
-    monkeypatch.setattr(resume, "open_cache", lambda root, **kw: opened.append((root, kw["model"])) or "the cache")
+    monkeypatch.setattr(resume, "open_cache", lambda root, **kw: opened.append((root, kw["model"])) or the_cache)
     monkeypatch.delenv(resume.ENV_SWITCH, raising=False)
     bound, run = _evaluate_call("replay")
     assert resume.keep_answers(bound, run) is None and opened == []  # replay answers from files: nothing to keep
     bound, run = _evaluate_call("qwen2_5_vl")
-    assert resume.keep_answers(bound, run) == "the cache"
-    assert opened == [("runs/x/cache", "qwen2_5_vl")] and bound.arguments["response_cache"] == "the cache"
+    assert resume.keep_answers(bound, run) is the_cache
+    resume.release(run)  # the model folder's lock, on lmms-eval 0.7.0
+    assert opened == [("runs/x/cache", "qwen2_5_vl")] and bound.arguments["response_cache"] is the_cache
     assert "answers are kept in runs/x/cache" in capsys.readouterr().err
     monkeypatch.setenv(resume.ENV_SWITCH, "0")
     bound, run = _evaluate_call("qwen2_5_vl")
