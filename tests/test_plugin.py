@@ -90,6 +90,30 @@ def test_a_refused_key_is_said_as_such(monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", refuse)
     text = notice(["x"], env={"LMMS_SPATIAL_JUDGE": "gpt-4o", "OPENAI_API_KEY": "sk-bad"})
     assert "https://api.openai.com/v1/models refused the API key (HTTP 401)" in text
+    assert "set LMMS_SPATIAL_JUDGE_API_KEY (or OPENAI_API_KEY) to a key that server accepts" in text
+
+
+def test_items_the_judge_refuses_for_the_key_end_the_run_naming_the_key_variable():
+    from lmms_spatial.judge import Judge, JudgeConfig, JudgeUnavailableError, reset_judges
+    from lmms_spatial.judge.preflight import refused_key_line
+    from lmms_spatial.judge.testing import osr_item
+
+    reset_judges()
+    assert refused_key_line(["osr_qa_negative_vanilla"]) is None
+    with FakeJudgeServer(api_key="sk-right") as server:
+        url = server.base_url
+        env = {"LMMS_SPATIAL_JUDGE": "m", "LMMS_SPATIAL_JUDGE_BASE_URL": url,
+               "LMMS_SPATIAL_JUDGE_API_KEY": "sk-wrong", "LMMS_SPATIAL_JUDGE_CACHE": "off"}  # fmt: skip
+        try:
+            with pytest.raises(JudgeUnavailableError, match=r"HTTP 401.*set LMMS_SPATIAL_JUDGE_API_KEY to a key"):
+                Judge("osr_negative", JudgeConfig.from_env(env)).score(osr_item(1))
+            line = refused_key_line(["osr_qa_negative_vanilla"])
+        finally:
+            reset_judges()
+    assert line.startswith(f"lmms-spatial: the LLM judge at {url}")
+    assert "refused the API key (HTTP 401), so the judged items of osr_qa_negative_vanilla were not judged" in line
+    assert line.endswith("set LMMS_SPATIAL_JUDGE_API_KEY (or OPENAI_API_KEY) to a key it accepts, then score the "
+                         "kept answers again with --model replay")  # fmt: skip
 
 
 # --- answers saved chunk by chunk ------------------------------------------------------------
@@ -245,17 +269,70 @@ def test_staged_saves_whole_chunks_of_its_own_so_an_image_gets_one_map():
     assert resume.save_every(staged) == 256
 
 
-def test_replay_runs_keep_nothing_by_default():
+def _evaluate_call(model: str | None, response_cache=None):
+    """``evaluate``'s arguments as our wrapper sees them, in a run of ours made by ``simple_evaluate(model=...)``."""
     import inspect
 
-    def simple_evaluate(model, use_cache=None, cli_args=None):
+    from lmms_spatial.plugin.run import Call, Run
+
+    def evaluate(lm, task_dict, limit=None, cli_args=None, response_cache=None):
         pass
 
-    for model, kept in (("replay", None), ("qwen2_5_vl", "runs/x/cache")):
-        cli_args = types.SimpleNamespace(output_path="runs/x")
-        bound = inspect.signature(simple_evaluate).bind_partial(model, cli_args=cli_args)
-        resume.choose_cache(bound, types.SimpleNamespace(notes={}))
-        assert bound.arguments.get("use_cache") == kept
+    bound = inspect.signature(evaluate).bind_partial(None, {"t": object()}, response_cache=response_cache)
+    call = Call({"model": model, "model_args": "seed=0", "cli_args": types.SimpleNamespace(output_path="runs/x")})
+    return bound, Run(["t"], call.arguments["cli_args"], call=call)
+
+
+def test_a_run_of_ours_without_a_cache_opens_one_in_the_output_path_and_replay_keeps_nothing(
+    monkeypatch, capsys, tmp_path
+):
+    # A cache object as both lmms-eval versions' stores look to keep_answers: 0.7.0's has no run folders, so its
+    # model folder (the db file's folder) is locked; 0.7.3's carries its own run folder.
+    the_cache = types.SimpleNamespace(db_path=str(tmp_path / "model" / "cache.db"), _run_dir=str(tmp_path / "run"),
+                                      close=lambda: None)  # fmt: skip
+    opened = []
+    monkeypatch.setattr(resume, "open_cache", lambda root, **kw: opened.append((root, kw["model"])) or the_cache)
+    monkeypatch.delenv(resume.ENV_SWITCH, raising=False)
+    bound, run = _evaluate_call("replay")
+    assert resume.keep_answers(bound, run) is None and opened == []  # replay answers from files: nothing to keep
+    bound, run = _evaluate_call("qwen2_5_vl")
+    assert resume.keep_answers(bound, run) is the_cache
+    resume.release(run)  # the model folder's lock, on lmms-eval 0.7.0
+    assert opened == [("runs/x/cache", "qwen2_5_vl")] and bound.arguments["response_cache"] is the_cache
+    assert "answers are kept in runs/x/cache" in capsys.readouterr().err
+    monkeypatch.setenv(resume.ENV_SWITCH, "0")
+    bound, run = _evaluate_call("qwen2_5_vl")
+    assert resume.keep_answers(bound, run) is None and len(opened) == 1  # switched off
+
+
+def test_a_cache_the_run_was_given_is_said_and_none_is_opened(monkeypatch, capsys):
+    monkeypatch.setattr(resume, "open_cache", lambda root, **kw: pytest.fail("a second cache was opened"))
+    bound, run = _evaluate_call("qwen2_5_vl", response_cache=types.SimpleNamespace(_cache_root="/data/answers"))
+    assert resume.keep_answers(bound, run) is None
+    assert "answers are kept in /data/answers as they come (--use_cache)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("limit", [0, 0.0, -2, -0.5])
+def test_a_limit_that_evaluates_nothing_is_refused_naming_limit(limit):
+    from lmms_spatial.plugin.run import check_limit
+
+    with pytest.raises(failures.RunRefused, match=r"^--limit -?0?\.?\d* (leaves no document|is no number)") as caught:
+        check_limit(limit)
+    assert "(--limit 8)" in str(caught.value) and "no --limit for all of them" in str(caught.value)
+
+
+@pytest.mark.parametrize("limit", [None, -1, 1, 0.1, 8])
+def test_limits_that_evaluate_documents_pass(limit):
+    from lmms_spatial.plugin.run import check_limit
+
+    check_limit(limit)  # -1 is lmms-eval's "every document"
+
+
+def test_a_refused_run_says_its_own_line_and_nothing_else(clean_failures):
+    wrapped = RuntimeError("evaluation failed")
+    wrapped.__cause__ = failures.RunRefused("--limit 0 leaves no document to evaluate: ...")
+    failures.run_failed(wrapped, ["mmsi_vanilla"])
+    assert failures._LINES == ["lmms-spatial: --limit 0 leaves no document to evaluate: ..."]
 
 
 def _attempts_of_lmms_evals_download_retry(error: Exception) -> int:
@@ -284,3 +361,51 @@ def test_data_that_cannot_be_there_fails_at_once_and_a_failed_download_is_retrie
     network.transient = True
     assert _attempts_of_lmms_evals_download_retry(network) == 5  # lmms-eval's stop_after_attempt(5)
     assert _attempts_of_lmms_evals_download_retry(OSError("a stock task's error")) == 5
+
+
+# --- which runs are ours: what they run, not how they were named ------------------------------
+
+
+def _task(name: str, **functions):
+    config = types.SimpleNamespace(task=name, **functions)
+    return types.SimpleNamespace(config=config)
+
+
+def test_a_task_is_ours_when_its_code_is_ours_whatever_it_is_named():
+    from lmms_spatial.plugin.tasks import is_ours
+    from lmms_spatial.tasks.mmsi import adapter
+
+    def users_scorer(doc, results):
+        return {}
+
+    assert is_ours(_task("my_mmsi", doc_to_messages=adapter.doc_to_messages, process_results=users_scorer))
+    assert is_ours({"task": "my_mmsi", "process_docs": adapter.process_docs})  # a config dict, as a YAML loads
+    assert not is_ours(_task("mme", doc_to_text=len, process_results=users_scorer))
+
+
+def test_a_function_written_in_one_of_our_utils_files_is_ours(tmp_path):
+    import os
+
+    from lmms_spatial.paths import tasks_dir
+    from lmms_spatial.plugin.tasks import is_ours
+
+    namespace: dict = {}  # lmms-eval loads utils.py by file path, as module "utils"
+    source = "def doc_to_text(doc):\n    return ''\n"
+    exec(compile(source, os.path.join(tasks_dir(), "mmsi", "utils.py"), "exec"), namespace)
+    assert is_ours(_task("t", doc_to_text=namespace["doc_to_text"]))
+    exec(compile(source, str(tmp_path / "utils.py"), "exec"), namespace)
+    assert not is_ours(_task("t", doc_to_text=namespace["doc_to_text"]))
+
+
+def test_our_tasks_are_found_in_nested_groups_and_group_task_pairs():
+    from lmms_spatial.plugin.tasks import our_leaves
+    from lmms_spatial.tasks.mmsi import adapter
+
+    ours = {"process_results": adapter.process_results}
+    task_dict = {
+        "my_suite": {"dori": {"dori_a": _task("dori_a", **ours)}, "mme": _task("mme", doc_to_text=len)},
+        "my_tagged": ("my_tag", _task("my_tagged", **ours)),
+        "empty": ("g", None),
+    }
+    assert our_leaves(task_dict) == ["dori_a", "my_tagged"]
+    assert our_leaves({"mme": _task("mme", doc_to_text=len)}) == []

@@ -88,11 +88,45 @@ def documents_of(key: str, config: str | None = None) -> Callable[[Callable], Ca
     def decorate(process_docs: Callable) -> Callable:
         @functools.wraps(process_docs)
         def wrapper(dataset, *args, **kwargs):
-            return process_docs(resolve(dataset, key, config), *args, **kwargs)
+            from lmms_spatial.plugin import install_late, late_installed
+
+            install_late()  # lmms-eval is building a task of ours: with the startup hook off, patch it now
+            try:
+                return _layout_named(process_docs, dataset, key, config, *args, **kwargs)
+            except Exception as exc:
+                if late_installed():
+                    from lmms_spatial.plugin.failures import add_line, describe
+                    from lmms_spatial.plugin.run import in_call
+
+                    if not in_call():  # no wrapped simple_evaluate around this call to name the failure
+                        add_line(f"lmms-spatial: a task of {key} failed: {describe(exc)}")
+                raise
 
         return wrapper
 
     return decorate
+
+
+def _layout_named(process_docs: Callable, dataset: Any, key: str, config: str | None, *args, **kwargs):
+    """``process_docs`` on the resolved documents; data of ours (not a YAML's own) missing a column the task
+    reads is named by where it came from (the variable) and the layout it should have."""
+    from lmms_spatial.data.images import BadDocumentError
+    from lmms_spatial.data.registry import BENCHMARKS
+    from lmms_spatial.data.sources import DataUnavailable, where
+
+    ours = is_placeholder(dataset)
+    documents = resolve(dataset, key, config)
+    try:
+        return process_docs(documents, *args, **kwargs)
+    except BadDocumentError as exc:
+        if not ours or exc.doc_id != "<every row>":
+            raise
+        converter = BENCHMARKS[key].converter
+        convert = f", or convert a release with `lmms-spatial convert {converter}`" if converter else ""
+        raise DataUnavailable(
+            f"{where(key)}: not {key}'s layout ({exc}); point it at a {key} copy in the layout of "
+            f"hub_cards/{key}/README.md{convert}"
+        ) from None
 
 
 def forget_loaded() -> None:

@@ -18,6 +18,8 @@ way: this module -> :mod:`~lmms_spatial.data.prepare`, :mod:`~lmms_spatial.data.
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,11 +105,70 @@ def dataset_source(key: str) -> DatasetSource:
                 f"{bench.env_var}={local!r}: the folder holds no data files ({', '.join(sorted(_BUILDERS))})"
             )
         _check_test_split(path, bench.env_var, local)
+        _check_benchmark(path, bench, local)
         return DatasetSource(str(path.resolve()), {}, local=True)
     builder = _BUILDERS.get(path.suffix.lower())
     if builder is None:
         raise DataUnavailable(f"{bench.env_var}={local!r}: expected a folder or one of {sorted(_BUILDERS)}")
+    _check_benchmark(path, bench, local)
     return DatasetSource(builder, {"data_files": {"test": str(path.resolve())}}, local=True)
+
+
+def _columns(path: Path) -> list[str] | None:
+    """The columns of the first data file at ``path`` (a file, or the first in a folder), read from its header
+    only; ``None`` when they cannot be read that way (datasets will say what it makes of the file)."""
+    files = [path] if path.is_file() else sorted(f for f in path.rglob("*") if f.is_file() and f.suffix in _BUILDERS)
+    for file in files:
+        try:
+            if file.suffix == ".parquet":
+                import pyarrow.parquet
+
+                return list(pyarrow.parquet.read_schema(file).names)
+            if file.suffix == ".jsonl":
+                with open(file, encoding="utf-8") as handle:
+                    first = json.loads(handle.readline() or "{}")
+                return list(first) if isinstance(first, dict) else None
+            if file.suffix == ".csv":
+                with open(file, encoding="utf-8", newline="") as handle:
+                    return next(csv.reader(handle), None)
+        except Exception:
+            return None
+    return None
+
+
+def benchmark_of(columns: list[str]) -> str | None:
+    """The benchmark whose whole layout (every column of its ``features()``) the columns hold, if one does."""
+    from lmms_spatial.data.registry import features
+
+    found = set(columns)
+    return next((key for key in sorted(BENCHMARKS) if set(features(key)) <= found), None)
+
+
+def _check_benchmark(path: Path, bench: Benchmark, shown: str) -> None:
+    """A local copy that holds another benchmark's data (every column of its layout, not of this one's) fails
+    now, naming the variable, the benchmark found and the one expected, instead of a confusing row error later."""
+    from lmms_spatial.data.registry import features
+
+    columns = _columns(path)
+    if not columns or set(features(bench.key)) <= set(columns):
+        return
+    found = benchmark_of(columns)
+    if found is not None and found != bench.key:
+        raise DataUnavailable(
+            f"{bench.env_var}={shown!r} holds {found} data (the layout of hub_cards/{found}/README.md), not "
+            f"{bench.key}: point {bench.env_var} at a {bench.key} copy ({found} is read from "
+            f"{BENCHMARKS[found].env_var})"
+        )
+
+
+def where(key: str) -> str:
+    """Where benchmark ``key``'s data is read from now, as the user set it (for messages)."""
+    bench = BENCHMARKS[key]
+    local = os.environ.get(bench.env_var, "").strip()
+    if local:
+        return f"{bench.env_var}={local!r}"
+    repo = os.environ.get(bench.repo_var, "").strip()
+    return f"{bench.repo_var}={repo}" if repo else f"{key}'s release ({bench.hub_id})"
 
 
 def _check_test_split(folder: Path, env_var: str, shown: str) -> None:

@@ -423,10 +423,13 @@ class Judge:
             if _is_retryable(exc):  # every attempt failed
                 raise self._mark_unavailable(exc, attempts, base_url) from None  # the cause's text may hold the key
             if isinstance(exc, openai.APIStatusError):
+                if exc.status_code in (401, 403):
+                    _REFUSED_KEYS[base_url] = exc.status_code
                 raise JudgeUnavailableError(
                     self._redact(
                         f"judge endpoint {base_url} refused the request for model {self.config.model!r} "
                         f"with HTTP {exc.status_code}: {exc.message}"
+                        + (f" (set {ENV_API_KEY} to a key it accepts)" if exc.status_code in (401, 403) else "")
                     ),
                     base_url=base_url,
                     model=self.config.model,
@@ -507,6 +510,15 @@ _JUDGES_LOCK = threading.Lock()
 _OUTAGES: dict[str, tuple[float, JudgeUnavailableError]] = {}
 
 
+# base URL -> HTTP status, for every endpoint that refused the API key (401/403) in this process
+_REFUSED_KEYS: dict[str, int] = {}
+
+
+def refused_keys() -> dict[str, int]:
+    """The endpoints that refused the API key of a judged item in this process, with the HTTP status."""
+    return dict(_REFUSED_KEYS)
+
+
 def _endpoint(base_url: str | None) -> str:
     """What an outage is a fact about: the configured base URL ("" = the openai default)."""
     return base_url or ""
@@ -555,5 +567,6 @@ def reset_judges() -> None:
         judges = list(_JUDGES.values())
         _JUDGES.clear()
         _OUTAGES.clear()
+        _REFUSED_KEYS.clear()
     for judge in judges:
         judge.close()

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 
-from .config import ENV_BASE_URL, ENV_MODEL, JudgeConfig
+from .config import API_KEY_FALLBACKS, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, JudgeConfig
 
 PROBE_TIMEOUT = 5.0
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -58,6 +58,7 @@ def notice(tasks: list[str], env: Mapping[str, str] | None = None, timeout: floa
     config = JudgeConfig.from_env(dict(env) if env is not None else None)
     if config.is_none:
         return None
+    fix = f"set {ENV_MODEL}=<model> (with {ENV_BASE_URL} for a local server)"
     if config.model is None:
         problem = f"no LLM judge is configured ({ENV_MODEL} is not set)"
     else:
@@ -65,10 +66,31 @@ def notice(tasks: list[str], env: Mapping[str, str] | None = None, timeout: floa
         if failure is None:
             return None
         problem = f"the LLM judge {config.model} cannot be reached: {failure}"
+        if "refused the API key" in failure:
+            problem = f"the LLM judge {config.model} cannot be used: {failure}"
+            fix = f"set {KEY_VARIABLES} to a key that server accepts"
     return (
         f"lmms-spatial: {problem}, and {len(tasks)} task(s) of this run score with one: {_listed(tasks)}.\n"
         "  The run goes on: their judge metrics (judge_score, llm_accuracy) will be NaN and each item is counted "
         "in judge_failures; answers are kept, and `--model replay` scores them later.\n"
-        f"  To judge now, stop here and set {ENV_MODEL}=<model> (with {ENV_BASE_URL} for a local server), or "
-        f"{ENV_MODEL}=none for the papers' rule-based fallback."
+        f"  To judge now, stop here and {fix}, or {ENV_MODEL}=none for the papers' rule-based fallback."
+    )
+
+
+KEY_VARIABLES = f"{ENV_API_KEY} (or {' / '.join(API_KEY_FALLBACKS)})"
+
+
+def refused_key_line(tasks: list[str]) -> str | None:
+    """After a run: the last line when the judge refused the API key of some judged item (HTTP 401/403), else
+    ``None``. Those items are judge failures (NaN, counted); the key is the fix, and the answers are kept."""
+    from .client import refused_keys
+
+    refused = refused_keys()
+    if not refused:
+        return None
+    url, status = sorted(refused.items())[0]
+    return (
+        f"lmms-spatial: the LLM judge at {url} refused the API key (HTTP {status}), so the judged items of "
+        f"{_listed(tasks)} were not judged (NaN, counted in judge_failures): set {KEY_VARIABLES} to a key it "
+        "accepts, then score the kept answers again with --model replay"
     )

@@ -90,11 +90,14 @@ class FakeJudgeServer:
     """Threaded HTTP server speaking the chat-completions protocol on 127.0.0.1.
 
     ``handler(request_json)`` gives each reply (default :func:`osr_reply`); ``latency`` is
-    added before every reply. Use as a context manager or call :meth:`start` / :meth:`stop`.
+    added before every reply; with ``api_key`` every request not sent with that key is refused with HTTP 401,
+    as ``vllm serve --api-key`` does. Use as a context manager or call :meth:`start` / :meth:`stop`.
     """
 
-    def __init__(self, handler: Handler | None = None, *, latency: float = 0.0, model: str = "fake-judge") -> None:
+    def __init__(self, handler: Handler | None = None, *, latency: float = 0.0, model: str = "fake-judge",
+                 api_key: str | None = None) -> None:  # fmt: skip
         self.handler: Handler = handler or osr_reply
+        self.api_key = api_key
         self.latency = latency
         self.model = model
         self.requests: list[dict[str, Any]] = []
@@ -118,7 +121,15 @@ class FakeJudgeServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
                 pass
 
+            def _refused(self) -> bool:
+                if owner.api_key is None or self.headers.get("Authorization") == f"Bearer {owner.api_key}":
+                    return False
+                self._send(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+                return True
+
             def do_GET(self) -> None:  # noqa: N802 - stdlib name
+                if self._refused():
+                    return
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]})
                 else:
@@ -127,6 +138,8 @@ class FakeJudgeServer:
             def do_POST(self) -> None:  # noqa: N802 - stdlib name
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if self._refused():
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return

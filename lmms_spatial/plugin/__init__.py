@@ -2,14 +2,19 @@
 
 - :mod:`.tasks`: our task folder on lmms-eval's task index; which task a failed build belongs to.
 - :mod:`.samples`: samples files written whatever a reply holds.
-- :mod:`.run`: the run-level wrapper (``simple_evaluate`` / ``evaluate``): which runs are ours, the judge
-  check before generation, decoding ahead of the model, the exit status and its last line.
-- :mod:`.resume`: every answer on disk as soon as its chunk is done, and re-runs that ask only for the rest.
+- :mod:`.run`: the run-level wrapper (``simple_evaluate`` / ``get_task_dict`` / ``evaluate``): which runs are
+  ours (by the tasks lmms-eval resolved), the judge check before generation, decoding ahead of the model, the
+  exit status and its last line.
+- :mod:`.names`: a task name lmms-eval cannot find that is near one of ours is answered with ours.
+- :mod:`.resume`: every answer on disk as soon as its chunk is done, and re-runs that ask only for the rest;
+  :mod:`.owners`: which live process writes where in the answer store.
 - :mod:`.isolation`: one task's scoring failure does not cost the other tasks their results.
 - :mod:`.empty_tasks`: a task of ours with no documents in the release is left out by name; the rest runs.
 - :mod:`.api_images`: our tasks know which model runs, so images for API models fit their provider.
 
-Runs that name none of our tasks are left exactly as lmms-eval runs them.
+Runs with none of our tasks are left exactly as lmms-eval runs them. The patches are installed by the startup
+hook (:mod:`lmms_spatial_startup`); with it switched off, when lmms-eval first builds a task of ours
+(:func:`install_late`).
 """
 
 from __future__ import annotations
@@ -66,6 +71,38 @@ def internal(module, path: str, loss: str):
     for part in path.split("."):
         found = getattr(found, part, None)
         if found is None:
-            print(f"lmms-spatial: this lmms-eval has no {module.__name__}.{path}; {loss}", file=sys.stderr)
+            name = getattr(module, "__name__", type(module).__name__)
+            print(f"lmms-spatial: this lmms-eval has no {name}.{path}; {loss}", file=sys.stderr)
             return None
     return found
+
+
+_late: list[bool] = []
+
+
+def late_installed() -> bool:
+    """Whether :func:`install_late` patched lmms-eval in this process."""
+    return bool(_late) and _late[0]
+
+
+def install_late() -> None:
+    """With the startup hook off (``LMMS_SPATIAL_DISABLE_HOOK=1``, the README's ``--include_path`` route), patch
+    the lmms-eval modules already imported when lmms-eval first builds a task of ours (its documents are loaded:
+    :func:`lmms_spatial.data.loading.documents_of`), so that run gets every guarantee of a run of ours. Our task
+    folder is not added to lmms-eval's task index (that is what the switch is for). Once per process; nothing
+    when the hook did its work, or lmms-eval is not running."""
+    if _late:
+        return
+    evaluator = sys.modules.get("lmms_eval.evaluator")
+    if evaluator is None:  # lmms-eval is not evaluating (a script that builds tasks): nothing to do yet
+        return
+    if getattr(evaluator, "_lmms_spatial_patched", False):
+        _late.append(False)
+        return
+    _late.append(True)
+    import lmms_spatial_startup
+
+    for name in lmms_spatial_startup.PATCHES:
+        module = sys.modules.get(name)
+        if module is not None and name != "lmms_eval.tasks":
+            lmms_spatial_startup.apply_patches(module)

@@ -1,20 +1,21 @@
 """What failed in a run that involved our tasks, said in the last line of output and in the exit status.
 
-lmms-eval 0.7.x logs an evaluation that raised and exits 0. A run that names one of our tasks instead
-ends with one line per failure and exit status 1:
+lmms-eval 0.7.x logs an evaluation that raised and exits 0. A run of ours (one whose tasks include one of
+ours: :mod:`lmms_spatial.plugin.run`) instead ends with one line per failure and exit status 1:
 
 - a task whose scoring or aggregation raised (the other tasks' results and every sample were
   written): ``lmms-spatial: osr_qa_negative_vanilla failed while scoring: TypeError: ...``;
 - a run that stopped before any result, while lmms-eval built a task: that task is named, and
   said to be lmms-eval's own when it is (``... while building task mme (an lmms-eval task, not one
   of ours): FileNotFoundError: ...``);
-- a run that stopped elsewhere: what is known (the stage, the cause), never a guessed task.
+- a run that stopped elsewhere: what is known (the stage, the cause), never a guessed task;
+- a run that cannot do what was asked (:class:`RunRefused`: ``--limit 0``, ...): one line naming the fix.
 
 What a user must know about numbers that *were* written (with-map tasks left unscored for want of a
 map, judge verdicts that could not be read) ends the output the same way, as notes that leave the exit
 status alone (:func:`add_note`).
 
-Runs that name none of our tasks keep lmms-eval's behaviour.
+Runs with none of our tasks keep lmms-eval's behaviour.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ import threading
 from pathlib import Path
 
 EXC_TASK_ATTR = "lmms_spatial_task"  # set on an exception raised while lmms-eval built that task
+EXC_OURS_ATTR = "lmms_spatial_ours"  # ... and whether that task runs code of ours
+
+
+class RunRefused(Exception):
+    """A run of ours that cannot do what was asked (``--limit 0``, ...): its message is the whole last line."""
+
 
 _lock = threading.Lock()
 _LINES: list[str] = []
@@ -90,6 +97,18 @@ def task_of(exc: BaseException) -> str | None:
     return None
 
 
+def marked(exc: BaseException, attr: str) -> bool:
+    """Whether ``exc`` or an exception in its chain carries ``attr`` set true."""
+    current: BaseException | None = exc
+    seen: list[BaseException] = []
+    while current is not None and all(current is not s for s in seen):
+        seen.append(current)
+        if getattr(current, attr, False):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def add_line(line: str) -> None:
     with _lock:
         if line not in _LINES:
@@ -130,12 +149,16 @@ def failed_tasks() -> dict[str, str]:
 
 def run_failed(exc: BaseException, requested_ours: list[str]) -> None:
     """The whole evaluation raised: name the task being built if lmms-eval was building one, else the stage."""
+    refused = root_cause(exc)
+    if isinstance(refused, RunRefused):
+        add_line(f"lmms-spatial: {refused}")
+        return
     cause = describe(exc)
     task = task_of(exc)
     ours = ", ".join(requested_ours)
     if task is None:
         add_line(f"lmms-spatial: the run stopped before writing results ({ours} not evaluated): {cause}")
-    elif task in our_task_names():
+    elif task in our_task_names() or marked(exc, EXC_OURS_ATTR):
         add_line(f"lmms-spatial: {task} failed: {cause}")
     else:
         add_line(

@@ -17,7 +17,10 @@ configuration, document, request text, generation kwargs) and stores it in SQLit
    order of a subset is the same order), so the model sees the same batches as in a run never stopped;
 3. from lmms-eval 0.7.1 each process writes into ``runs/<random id>/`` and only a run that *succeeds*
    is merged into what the next run reads: a killed or failed run's answers are never found again. At
-   start, the answers logged by earlier runs that were not merged are read into this run's store.
+   start, the answers logged by earlier runs that were not merged are read into this run's store; a folder
+   a live process is writing into (:mod:`.owners`) is left to it. (lmms-eval's own run id,
+   ``LMMS_CACHE_RUN_ID``, reopens a killed run's folder only when the rerun has the same id and the same
+   ranks, and makes live runs with one id share a folder: measured in docs/reliability.md.)
 
 4. from lmms-eval 0.7.1 every key holds ``git describe`` run in the folder above lmms-eval's package: for a
    virtual environment inside a git checkout (ours, as the README makes it, or any project's), that is the
@@ -54,9 +57,8 @@ def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1").strip().lower() not in _OFF
 
 
-def _output_path(bound: Any) -> str | None:
-    cli_args = bound.arguments.get("cli_args")
-    tracker = bound.arguments.get("evaluation_tracker")
+def _output_path(arguments: dict, cli_args: Any) -> str | None:
+    tracker = arguments.get("evaluation_tracker")
     for value in (getattr(cli_args, "output_path", None), getattr(tracker, "output_path", None)):
         if value:
             return str(value)
@@ -70,20 +72,98 @@ def default_dir(output_path: str | None) -> Path:
     return (path.parent if path.suffix == ".json" else path) / "cache"
 
 
-def choose_cache(bound: Any, run: Any) -> None:
-    """Turn lmms-eval's response cache on for this run (unless switched off or already chosen); say where."""
-    chosen = bound.arguments.get("use_cache")
-    model = bound.arguments.get("model")
-    if not chosen and "use_cache" in bound.signature.parameters and enabled() and model not in NOT_KEPT:
-        chosen = str(default_dir(_output_path(bound)))
-        bound.arguments["use_cache"] = chosen
-        how = f"switch off with {ENV_SWITCH}=0"
-    else:
-        how = "--use_cache"
-    if chosen:
-        run.notes["answers"] = chosen
-        print(f"lmms-spatial: answers are kept in {chosen} as they come ({how}); the same command run again asks "
-              "the model only for the missing ones", file=sys.stderr, flush=True)  # fmt: skip
+def _announce(run: Any, where: str, how: str) -> None:
+    run.notes["answers"] = where
+    print(f"lmms-spatial: answers are kept in {where} as they come ({how}); the same command run again asks "
+          "the model only for the missing ones", file=sys.stderr, flush=True)  # fmt: skip
+
+
+def keep_answers(bound: Any, run: Any) -> Any:
+    """Called as a run of ours enters ``evaluate``: the response cache it was given is announced; without one
+    (and unless switched off, or the model is ``replay``) lmms-eval's response cache is opened in the default
+    folder and passed to ``evaluate``, as ``--use_cache`` would have. Returns the cache opened here (to close
+    when ``evaluate`` ends), else ``None``.
+
+    The cache is opened here, not before ``simple_evaluate``, because only the tasks lmms-eval resolved say
+    whether the run is ours (a tag, a group, a YAML of the user's); opened after ``simple_evaluate`` adjusted
+    the tasks (``--gen_kwargs``, ``--predict_only``), its keys are those ``--use_cache`` gives.
+    """
+    arguments = run.call.arguments if run.call is not None else {}
+    cli_args = run.cli_args if run.cli_args is not None else bound.arguments.get("cli_args")
+    given = bound.arguments.get("response_cache")
+    if given is not None:
+        where = arguments.get("use_cache") or getattr(cli_args, "use_cache", None) or getattr(given, "_cache_root", "")
+        _announce(run, str(where), "--use_cache")
+        return None
+    model = arguments.get("model", getattr(cli_args, "model", None))
+    if not enabled() or model is None or model in NOT_KEPT:
+        return None
+    if "response_cache" not in bound.signature.parameters:
+        print("lmms-spatial: this lmms-eval's evaluate takes no response cache: answers are not kept as they come",
+              file=sys.stderr)  # fmt: skip
+        return None
+    root = default_dir(_output_path(arguments, cli_args))
+    model_args = arguments.get("model_args", getattr(cli_args, "model_args", "")) or ""
+    world_size, rank = int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("RANK", 0))  # as simple_evaluate
+    _announce(run, str(root), f"switch off with {ENV_SWITCH}=0")
+    cache = open_cache(str(root), model=model, model_args=model_args, task_dict=bound.arguments.get("task_dict"),
+                       world_size=world_size, global_rank=rank)  # fmt: skip
+    from lmms_eval.caching.response_cache import ResponseCache
+
+    if not hasattr(ResponseCache, "create"):  # lmms-eval 0.7.0: one store per model, no run folders
+        try:
+            hold_run_dir(cache, run, folder=os.path.dirname(cache.db_path), rank=rank)
+        except Exception:
+            cache.close()
+            raise
+    bound.arguments["response_cache"] = cache
+    return cache
+
+
+def open_cache(root: str, *, model: Any, model_args: Any, task_dict: Any, world_size: int, global_rank: int) -> Any:
+    """lmms-eval's response cache for these arguments, opened as ``simple_evaluate(use_cache=root)`` opens it."""
+    from lmms_eval.caching.response_cache import ResponseCache
+
+    if hasattr(ResponseCache, "create"):  # lmms-eval 0.7.1+
+        return ResponseCache.create(root, model=model, model_args=model_args, task_dict=task_dict,
+                                    world_size=world_size, global_rank=global_rank)  # fmt: skip
+    # lmms-eval 0.7.0 builds it inside simple_evaluate (evaluator.py, `if use_cache is not None:`): the same here
+    import re
+
+    from lmms_eval.utils import hash_string, simple_parse_args_string
+
+    function_address = re.compile(r" at 0x[0-9a-fA-F]+>")
+    fingerprints = {}
+    for name, task in (task_dict or {}).items():
+        if hasattr(task, "dump_config"):
+            text = function_address.sub(">", json.dumps(task.dump_config(), sort_keys=True, default=str))
+            fingerprints[name] = hash_string(text)[:16]
+    parsed = model_args
+    if isinstance(model_args, str):
+        try:
+            parsed = simple_parse_args_string(model_args)
+        except Exception:
+            parsed = model_args
+    arguments = (json.dumps(parsed, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str)
+                 if isinstance(parsed, dict) else str(model_args))  # fmt: skip
+    fingerprint = f"{model}|{arguments}"
+    folder = os.path.join(root, hash_string(fingerprint)[:16])
+    os.makedirs(folder, exist_ok=True)
+    return ResponseCache(db_path=os.path.join(folder, f"rank{global_rank}.db"),
+                         audit_path=os.path.join(folder, f"rank{global_rank}.jsonl"), model_fingerprint=fingerprint,
+                         task_fingerprints=fingerprints)  # fmt: skip
+
+
+def close_cache(cache: Any, succeeded: bool, bound: Any, lm: Any) -> None:
+    """Close a cache :func:`keep_answers` opened, as ``simple_evaluate`` closes its own (merged on success)."""
+    try:
+        if hasattr(cache, "finalize"):
+            cache.finalize(success=succeeded, dist_backend=bound.arguments.get("distributed_executor_backend")
+                           or "accelerate", accelerator=getattr(lm, "accelerator", None))  # fmt: skip
+        else:
+            cache.close()
+    except Exception as exc:  # the answers are on disk; the evaluation's own outcome must not be masked
+        print(f"lmms-spatial: closing the answer store failed: {exc}", file=sys.stderr)
 
 
 def save_every(lm: Any) -> int:
@@ -193,8 +273,11 @@ def _execute(original):
 
 
 def replay_unmerged_runs(cache: Any) -> int:
-    """Answers logged by earlier runs under the same cache root that were never merged (killed or failed),
-    read into this run's store. Returns how many were added."""
+    """Answers logged by earlier runs under the same cache root that were never merged (killed, crashed or
+    failed), read into this run's store. A folder a live process is writing into (:mod:`.owners`) is left to
+    it, and said. Returns how many answers were added."""
+    from lmms_spatial.plugin import owners
+
     root, own, db = getattr(cache, "_cache_root", None), getattr(cache, "_run_dir", None), getattr(cache, "db", None)
     if not root or db is None:
         return 0
@@ -202,6 +285,12 @@ def replay_unmerged_runs(cache: Any) -> int:
     runs = Path(root) / "runs"
     for run_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
         if not run_dir.is_dir() or (own and run_dir.resolve() == Path(own).resolve()) or (run_dir / ".merged").exists():
+            continue
+        owner = owners.live_owner(run_dir)
+        if owner is not None:
+            print(f"lmms-spatial: {owners.describe(owner)} is writing answers into {root} now: this run keeps "
+                  "its own apart and does not read that run's (if both evaluate the same, stop one)",
+                  file=sys.stderr)  # fmt: skip
             continue
         for audit in sorted(run_dir.glob("rank_*.audit.jsonl")):
             added += _replay_log(db, audit)
@@ -244,15 +333,55 @@ def release_version(found: str) -> str:
     return found if version == "unknown" else version
 
 
+_RUN_ID_VARIABLES = ("LMMS_CACHE_RUN_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")  # lmms-eval 0.7.3's, in its order
+
+
+def hold_run_dir(cache: Any, run: Any, folder: str | None = None, rank: int | None = None) -> None:
+    """This process's lock on its run folder (:mod:`.owners`), kept in ``run.notes`` until the run ends. A live
+    process already holding it (the same run id, from the environment) stops this run in one line. lmms-eval
+    0.7.0 has no run folders: its store is one folder per model (``folder``), which a second live run of the
+    same model would share, so there the second run is refused."""
+    from lmms_spatial.plugin import failures, owners
+
+    run_dir = getattr(cache, "_run_dir", None) or folder
+    if not run_dir:
+        return
+    rank = int(getattr(cache, "_global_rank", 0) or 0) if rank is None else rank
+    handle, owner = owners.hold(Path(run_dir), rank)
+    if owner is not None:
+        if folder is not None:
+            raise failures.RunRefused(
+                f"{owners.describe(owner)} is writing answers into {run_dir}, this lmms-eval's one answer store for "
+                "this model: two live runs cannot share one; wait for it to end, or give this run another "
+                "--output_path"
+            )
+        named = next((f" ({name}={os.environ[name]})" for name in _RUN_ID_VARIABLES if os.environ.get(name)), "")
+        raise failures.RunRefused(
+            f"{owners.describe(owner)} is writing answers into {run_dir}, the folder of the same run id{named}: "
+            "two live runs cannot share one; wait for it to end, or give this run its own (LMMS_CACHE_RUN_ID=<id>)"
+        )
+    run.notes["lock"] = handle
+
+
+def release(run: Any) -> None:
+    """The end of a run of ours: its run folder's lock is let go."""
+    from lmms_spatial.plugin import owners
+
+    owners.release(run.notes.pop("lock", None))
+
+
 def _create(original):
     @functools.wraps(original)
     def create(cls, *args, **kwargs):
         cache = original(cls, *args, **kwargs)
-        from lmms_spatial.plugin.run import active
+        from lmms_spatial.plugin import late_installed
+        from lmms_spatial.plugin.run import current, in_call, recognise
 
-        if active():
+        run = recognise(kwargs.get("task_dict")) if in_call() or late_installed() else current()
+        if run is not None:
             if isinstance(getattr(cache, "_eval_version", None), str):
                 cache._eval_version = release_version(cache._eval_version)
+            hold_run_dir(cache, run)
             try:
                 replay_unmerged_runs(cache)
             except Exception as exc:  # never worse than lmms-eval's own cache

@@ -1,25 +1,35 @@
-"""The run-level wrapper around lmms-eval's ``simple_evaluate`` and ``evaluate``.
+"""The run-level wrapper around lmms-eval's ``simple_evaluate``, ``get_task_dict`` and ``evaluate``.
 
-A run is *ours* when the tasks it names include one of our tasks, groups or tags. For such a run:
+A run is *ours* when the tasks lmms-eval resolved for it include a task of ours: one whose code is ours
+(:func:`lmms_spatial.plugin.tasks.is_ours`), however it was asked for — by name, through a group or a tag (ours
+or the user's), a YAML of the user's that includes ours (``--include_path``), or ``--tasks <file.yaml>``. It is
+recognised where the task dict is first whole: when ``get_task_dict`` returns inside ``simple_evaluate``; when
+the hook came late (``LMMS_SPATIAL_DISABLE_HOOK=1``: see :func:`lmms_spatial.plugin.install_late`), at
+``ResponseCache.create`` or ``evaluate``. For such a run:
 
 - its answers are kept as they come (:mod:`lmms_spatial.plugin.resume`: lmms-eval's response cache, on by
-  default, written chunk by chunk), so a kill, an OOM or a scoring error loses nothing and the same command
-  resumes;
+  default, opened here when the run did not name one, written chunk by chunk), so a kill, an OOM or a scoring
+  error loses nothing and the same command resumes;
+- ``--limit 0`` or a negative ``--limit`` other than -1 stops it before any model call, in one line;
 - before generation, one notice names the tasks that need an LLM judge when none is configured or its server
-  does not answer (:mod:`lmms_spatial.judge.preflight`);
+  does not answer (:mod:`lmms_spatial.judge.preflight`); a key the judge refused ends the run with exit 1
+  naming ``LMMS_SPATIAL_JUDGE_API_KEY``;
 - a task whose scoring or aggregation raises is set aside (:mod:`lmms_spatial.plugin.isolation`): the other
   tasks' results and every sample are written, and the run exits 1 naming it
   (:mod:`lmms_spatial.plugin.failures`);
-- an evaluation that raises anyway exits 1 with one line naming the task lmms-eval was building, or the stage;
+- an evaluation that raises anyway exits 1 with one line naming the task lmms-eval was building, or the stage.
+  A run that stops while its tasks are built is ours when the task being built is ours, a task of ours was
+  built before it, or ``--tasks`` names one of ours;
 - the results carry the run's conditions (``results["lmms_spatial"]``: model label, documents of the split,
   judge, map source, run options, seed; :mod:`lmms_spatial.plugin.conditions`), and the run's last lines
   say when with-map tasks went unscored for want of a map or a judge's verdicts could not be read;
-- ``--model staged`` keeps its stage outputs (the maps) beside the kept answers, so a resumed run's answers
-  still record the map they were given.
+- a chat model asked for with-map tasks draws its own maps (:mod:`lmms_spatial.plugin.maps`), and a
+  stage-drawing model keeps its stage outputs beside the kept answers, so a resumed run's answers still
+  record the map they were given.
 
 Every ``evaluate`` call (ours or not) decodes our tasks' inputs ahead of the model
-(:mod:`lmms_spatial.prefetch`; a no-op for other tasks). Runs that name none of our tasks are otherwise
-left exactly as lmms-eval runs them.
+(:mod:`lmms_spatial.prefetch`; a no-op for other tasks). Runs with none of our tasks are otherwise left
+exactly as lmms-eval runs them.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,14 +47,25 @@ from lmms_spatial.plugin import failures, internal
 
 
 @dataclass
+class Call:
+    """One ``simple_evaluate`` in progress: its arguments, the tasks of ours built so far, its run if ours."""
+
+    arguments: dict[str, Any]
+    built_ours: list[str] = field(default_factory=list)
+    run: Run | None = None
+
+
+@dataclass
 class Run:
     ours: list[str]
     cli_args: Any = None
     predict_only: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
+    call: Call | None = None
 
 
-_RUNS: list[Run] = []  # the run in progress (one evaluation at a time per process)
+_CALLS: list[Call] = []  # simple_evaluate calls in progress (one evaluation at a time per process)
+_RUNS: list[Run] = []  # the run of ours in progress
 
 
 def current() -> Run | None:
@@ -54,6 +76,11 @@ def active() -> bool:
     return bool(_RUNS)
 
 
+def in_call() -> bool:
+    """Whether a wrapped ``simple_evaluate`` is in progress (it names what fails while tasks are built)."""
+    return bool(_CALLS)
+
+
 def requested_names(tasks: Any) -> set[str]:
     items = tasks if isinstance(tasks, (list, tuple)) else [tasks]
     names: set[str] = set()
@@ -61,6 +88,41 @@ def requested_names(tasks: Any) -> set[str]:
         if isinstance(item, str):
             names.update(part.strip() for part in item.split(",") if part.strip())
     return names
+
+
+def built(task_name: str) -> None:
+    """A task of ours was built (``ConfigurableTask.__init__`` returned): a later failure is a run of ours."""
+    if _CALLS:
+        _CALLS[-1].built_ours.append(task_name)
+
+
+def recognise(task_dict: Any) -> Run | None:
+    """The run of ours in progress; made now if ``task_dict`` (as lmms-eval resolved it) holds a task of ours."""
+    if _RUNS:
+        return _RUNS[-1]
+    from lmms_spatial.plugin.tasks import our_leaves
+
+    ours = our_leaves(task_dict)
+    if not ours:
+        return None
+    call = _CALLS[-1] if _CALLS else None
+    arguments = call.arguments if call is not None else {}
+    run = Run(ours, arguments.get("cli_args"), bool(arguments.get("predict_only")), call=call)
+    model = arguments.get("model")
+    run.notes["model_id"] = f"{model if isinstance(model, str) else type(model).__name__}:" \
+                            f"{arguments.get('model_args') or ''}"  # fmt: skip
+    if call is not None:
+        call.run = run
+    _RUNS.append(run)
+    return run
+
+
+def _end(run: Run) -> None:
+    from lmms_spatial.plugin import resume
+
+    resume.release(run)
+    if run in _RUNS:
+        _RUNS.remove(run)
 
 
 def _bind(function: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments | None:
@@ -79,30 +141,41 @@ def _wrap(module, name: str, make: Callable[[Callable], Callable]) -> None:
     setattr(module, name, wrapper)
 
 
+def _ours_at_failure(exc: BaseException, call: Call) -> list[str]:
+    """Our tasks of a call that raised before its task dict was whole ([] when nothing says it is ours)."""
+    named = sorted(requested_names(call.arguments.get("tasks")) & failures.our_task_names())
+    found = list(dict.fromkeys([*named, *call.built_ours]))
+    failing = failures.task_of(exc)
+    if failing and failures.marked(exc, failures.EXC_OURS_ATTR) and failing not in found:
+        found.append(failing)
+    if not found and isinstance(failures.root_cause(exc), failures.RunRefused):
+        found = ["this run"]
+    return found
+
+
 def _simple_evaluate(original: Callable) -> Callable:
     def simple_evaluate(*args, **kwargs):
         bound = _bind(original, args, kwargs)
-        if bound is None:
-            return original(*args, **kwargs)
-        ours = sorted(requested_names(bound.arguments.get("tasks")) & failures.our_task_names())
-        if not ours:
-            return original(*args, **kwargs)
-        from lmms_spatial.plugin import resume
-
-        run = Run(ours, bound.arguments.get("cli_args"), bool(bound.arguments.get("predict_only")))
-        model = bound.arguments.get("model")
-        run.notes["model_id"] = f"{model if isinstance(model, str) else type(model).__name__}:" \
-                                f"{bound.arguments.get('model_args') or ''}"  # fmt: skip
-        resume.choose_cache(bound, run)
-        _RUNS.append(run)
+        call = Call(dict(bound.arguments) if bound is not None else {})
+        _CALLS.append(call)
         try:
-            results = original(*bound.args, **bound.kwargs)
+            results = original(*args, **kwargs)
         except Exception as exc:
-            failures.run_failed(exc, ours)
+            ours = call.run.ours if call.run is not None else _ours_at_failure(exc, call)
+            if ours:
+                failures.run_failed(exc, ours)
             raise
         finally:
-            _RUNS.remove(run)
-        record_conditions(results, run)
+            _CALLS.remove(call)
+            if call.run is not None:
+                _end(call.run)
+        if call.run is not None:
+            record_conditions(results, call.run)
+        if call.run is not None and isinstance(results, dict):
+            kept = call.run.notes.get("answers")
+            config = results.get("config")
+            if kept and isinstance(config, dict) and not config.get("use_cache"):
+                config["use_cache"] = kept  # the folder the answers are in, as lmms-eval records its own
         return results
 
     return simple_evaluate
@@ -127,35 +200,90 @@ def record_conditions(results: Any, run: Run) -> None:
               file=sys.stderr)  # fmt: skip
 
 
+def _get_task_dict(original: Callable) -> Callable:
+    def get_task_dict(*args, **kwargs):
+        task_dict = original(*args, **kwargs)
+        if _CALLS:  # inside simple_evaluate: the run's tasks, whole
+            recognise(task_dict)
+        return task_dict
+
+    return get_task_dict
+
+
+def check_limit(limit: Any) -> None:
+    """``--limit`` 0, or negative other than lmms-eval's -1 (every document), evaluates nothing: say so now."""
+    if limit is None or isinstance(limit, bool):
+        return
+    try:
+        value = float(limit)
+    except (TypeError, ValueError):
+        return
+    if value > 0 or value == -1:
+        return
+    problem = "leaves no document to evaluate" if value == 0 else "is no number of documents (-1 means all of them)"
+    raise failures.RunRefused(
+        f"--limit {value:g} {problem}: give a number of documents per task (--limit 8), a fraction of each task "
+        "(--limit 0.1), or no --limit for all of them"
+    )
+
+
 def _evaluate(original: Callable) -> Callable:
     def evaluate(*args, **kwargs):
         from lmms_spatial.prefetch import prefetching_model
 
         bound = _bind(original, args, kwargs)
         lm = bound.arguments.get("lm") if bound is not None else (args[0] if args else None)
-        run = current()
-        task_dict = (bound.arguments.get("task_dict") if bound is not None else None) or {}
-        if run is not None and bound is not None:
-            from lmms_spatial.plugin.isolation import tasks_needing_judge
-
-            if not run.predict_only:
-                from lmms_spatial.judge.preflight import notice
-
-                message = notice(tasks_needing_judge(task_dict))
-                if message:
-                    print(message, file=sys.stderr, flush=True)
-            _keep_stages(lm, run)
-            _note_tasks(task_dict, run)
-        with prefetching_model(lm), _own_maps(lm, run) as drawing:
-            results = original(*args, **kwargs)
-        if run is not None:
-            from lmms_spatial.plugin.isolation import set_aside_failed
-
-            set_aside_failed(results)
-            run.notes["maps"] = drawing or _draws_maps(lm)
-        return results
+        run = recognise(bound.arguments.get("task_dict")) if bound is not None else current()
+        if run is None or bound is None:
+            with prefetching_model(lm):
+                return original(*args, **kwargs)
+        try:
+            return _evaluate_ours(original, bound, lm, run)
+        except Exception as exc:
+            if run.call is None:  # no wrapped simple_evaluate around this one to say it
+                failures.run_failed(exc, run.ours)
+            raise
+        finally:
+            if run.call is None:
+                _end(run)
 
     return evaluate
+
+
+def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, run: Run):
+    from lmms_spatial.plugin import resume
+    from lmms_spatial.plugin.isolation import set_aside_failed, tasks_needing_judge
+    from lmms_spatial.prefetch import prefetching_model
+
+    check_limit(bound.arguments.get("limit"))
+    task_dict = bound.arguments.get("task_dict") or {}
+    judged = tasks_needing_judge(task_dict)
+    if not run.predict_only:
+        from lmms_spatial.judge.preflight import notice
+
+        message = notice(judged)
+        if message:
+            print(message, file=sys.stderr, flush=True)
+    cache = resume.keep_answers(bound, run)
+    _keep_stages(lm, run)  # after the answer store is chosen: the stages are kept beside it
+    _note_tasks(task_dict, run)
+    succeeded = False
+    try:
+        with prefetching_model(lm), _own_maps(lm, run) as drawing:
+            results = original(*bound.args, **bound.kwargs)
+        succeeded = True
+    finally:
+        if cache is not None:
+            resume.close_cache(cache, succeeded, bound, lm)
+    set_aside_failed(results)
+    run.notes["maps"] = drawing or _draws_maps(lm)
+    if judged and not run.predict_only:
+        from lmms_spatial.judge.preflight import refused_key_line
+
+        line = refused_key_line(judged)
+        if line:
+            failures.add_line(line)
+    return results
 
 
 def _keep_stages(lm: Any, run: Run) -> None:
@@ -211,8 +339,60 @@ def _group_results(original: Callable) -> Callable:
     return consolidate_group_results
 
 
+def cli_arguments() -> Any:
+    """The arguments of the lmms-eval command line being run (``cli_evaluate_single``'s ``args``), if this is one.
+
+    lmms-eval checks ``--limit`` and resolves ``--tasks`` inside that function, before anything of ours is
+    called with them; its frame is where they are. ``None`` outside the CLI.
+    """
+    frame = sys._getframe(1)
+    marker = os.path.join("lmms_eval", "__main__.py")
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "cli_evaluate_single" and code.co_filename.endswith(marker):
+            return frame.f_locals.get("args")
+        frame = frame.f_back
+    return None
+
+
+def _names_ours(tasks: str) -> list[str]:
+    """The entries of ``--tasks`` that are ours by their name, or YAML files that run code of ours."""
+    from lmms_spatial.plugin.tasks import is_ours
+
+    found = []
+    for entry in (part.strip() for part in tasks.split(",")):
+        if entry in failures.our_task_names():
+            found.append(entry)
+        elif entry.endswith((".yaml", ".yml")) and os.path.isfile(entry):
+            try:
+                from lmms_eval.utils import load_yaml_config
+
+                if is_ours(load_yaml_config(entry)):
+                    found.append(entry)
+            except Exception:  # lmms-eval says what is wrong with the file
+                continue
+    return found
+
+
+def refuse_cli_mistakes() -> None:
+    """At the start of an lmms-eval command line that names tasks of ours: a ``--limit`` that evaluates nothing
+    ends it before the model loads. (lmms-eval refuses a negative one itself, but with exit status 0; 0 it runs.)"""
+    args = cli_arguments()
+    tasks = getattr(args, "tasks", None)
+    if args is None or not isinstance(tasks, str) or not _names_ours(tasks):
+        return
+    try:
+        check_limit(getattr(args, "limit", None))
+    except failures.RunRefused as exc:
+        failures.add_line(f"lmms-spatial: {exc}")
+        if getattr(args, "limit", None) == 0:  # lmms-eval would go on: load the model, build every task
+            raise
+
+
 def patch_evaluator(module) -> None:
     failures.register_exit()  # before lmms-eval registers its own exit handlers: ours runs after them
     _wrap(module, "simple_evaluate", _simple_evaluate)
+    _wrap(module, "get_task_dict", _get_task_dict)
     _wrap(module, "evaluate", _evaluate)
     _wrap(module, "consolidate_group_results", _group_results)
+    module._lmms_spatial_patched = True

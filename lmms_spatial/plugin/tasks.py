@@ -10,16 +10,68 @@ say which of its tasks failed, and a mixed run must not blame our task for a sto
 
 from __future__ import annotations
 
+import functools
 import os
+from typing import Any
 
 from lmms_spatial.plugin import internal
-from lmms_spatial.plugin.failures import EXC_TASK_ATTR, our_tasks_dir
+from lmms_spatial.plugin.failures import EXC_OURS_ATTR, EXC_TASK_ATTR, our_tasks_dir
 
 INCLUDE_PATH_HINT = 'pass --include_path "$(lmms-spatial tasks-dir)" to lmms-eval'
 
 
+# the task config fields that hold a task's code: a task whose code is ours is ours, whatever it is named
+CODE_FIELDS = ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_messages", "doc_to_target", "process_results")
+
+
+def _is_our_code(function: Any) -> bool:
+    while isinstance(function, functools.partial):
+        function = function.func
+    if not callable(function):
+        return False
+    if (getattr(function, "__module__", None) or "").startswith("lmms_spatial."):
+        return True
+    code = getattr(function, "__code__", None)  # a function defined in one of our utils.py (loaded by file path)
+    where = os.path.realpath(getattr(code, "co_filename", "") or "")
+    return bool(where) and where.startswith(os.path.realpath(our_tasks_dir()) + os.sep)
+
+
+def is_ours(task_or_config: Any) -> bool:
+    """Whether a task (or its config: a ``TaskConfig`` or a dict) runs code of ours: one of our YAMLs, or a YAML
+    of the user's that includes one of ours or names one of our functions. Its name does not matter."""
+    config = getattr(task_or_config, "config", task_or_config)
+
+    def read(name: str) -> Any:  # lmms-eval's TaskConfig is a dict subclass holding its fields as attributes
+        found = getattr(config, name, None)
+        return found if found is not None or not isinstance(config, dict) else config.get(name)
+
+    return any(_is_our_code(read(name)) for name in CODE_FIELDS)
+
+
+def our_leaves(task_dict: Any) -> list[str]:
+    """The tasks of ours in a task dict as lmms-eval's ``get_task_dict`` resolves it (groups nested, leaves
+    possibly ``(group, task)`` pairs), by name, sorted."""
+    found: set[str] = set()
+
+    def walk(mapping: dict) -> None:
+        for key, value in mapping.items():
+            task = value[1] if isinstance(value, tuple) and len(value) == 2 else value
+            if isinstance(task, dict):
+                walk(task)
+            elif task is not None and is_ours(task):
+                found.add(str(getattr(getattr(task, "config", None), "task", None) or key))
+
+    if isinstance(task_dict, dict):
+        walk(task_dict)
+    return sorted(found)
+
+
 def patch_task_manager(module) -> None:
-    """Wrap ``module.TaskManager.initialize_tasks`` once to add our task directory."""
+    """Wrap ``module.TaskManager.initialize_tasks`` once to add our task directory, and ``match_tasks`` to name
+    our nearest tasks for a name it cannot find (:mod:`lmms_spatial.plugin.names`)."""
+    from lmms_spatial.plugin.names import patch_match_tasks
+
+    patch_match_tasks(module)
     initialize = internal(module, "TaskManager.initialize_tasks", f"our tasks are not added: {INCLUDE_PATH_HINT}")
     if initialize is None or getattr(initialize, "_lmms_spatial", False):
         return
@@ -36,6 +88,9 @@ def patch_task_manager(module) -> None:
         ours = our_tasks_dir()
         if not any(os.path.realpath(p) == os.path.realpath(ours) for p in paths):
             paths.append(ours)
+        from lmms_spatial.plugin.run import refuse_cli_mistakes
+
+        refuse_cli_mistakes()  # the command line's first call into lmms-eval's tasks: before the model loads
         return original(self, include_path=paths, include_defaults=include_defaults)
 
     initialize_tasks._lmms_spatial = True
@@ -64,11 +119,17 @@ def patch_task_building(module) -> None:
             original(self, *args, **kwargs)
         except Exception as exc:
             if getattr(exc, EXC_TASK_ATTR, None) is None:  # the innermost task wins
+                config = kwargs.get("config", args[3] if len(args) >= 4 else None)
                 try:
                     setattr(exc, EXC_TASK_ATTR, _task_name(args, kwargs, self))
+                    setattr(exc, EXC_OURS_ATTR, is_ours(config if isinstance(config, dict) else self))
                 except Exception:  # an exception type that refuses attributes: nothing to add
                     pass
             raise
+        if is_ours(self):
+            from lmms_spatial.plugin.run import built
+
+            built(_task_name(args, kwargs, self) or "?")
 
     __init__._lmms_spatial = True
     __init__.__wrapped__ = original

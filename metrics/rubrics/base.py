@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lmms_spatial.metrics.extraction import tag_contents
-
 Messages = list[dict[str, str]]
 
 REASK_MESSAGE = (
@@ -85,15 +83,6 @@ def as_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         value = value[0] if value else ""
     return str(value)
-
-
-def strip_answer_tags(text: str) -> str:
-    """The content of the last ``<answer>...</answer>`` if there is one (think mode), else the text.
-
-    Tags are paired in linear time (:func:`lmms_spatial.metrics.extraction.tag_contents`).
-    """
-    found = tag_contents(text, "<answer>", "</answer>", ignore_case=True)
-    return found[-1].strip() if found else text
 
 
 def one_line(text: str) -> str:

@@ -1,13 +1,12 @@
 """OSR-Bench LLM evaluator: binary score + confidence, built for negative sampling.
 
-Source: OSR-Bench App. C.3 (seed 002): the three meta-prompts META_PROMPT_OBJECT_COUNTING,
-META_PROMPT_RELATIVE_DISTANCE and META_PROMPT_RELATIVE_DIRECTION, transcribed verbatim (the
-paper's typographic quotes written as ASCII quotes, PDF line wraps undone). They match the
-official ``evaluation/llm_evaluator.py`` of ``UUUserna/OSR-Bench-code`` except that the code
-adds ``# 0 for incorrect, 1 for correct`` / ``# Your confidence level`` comments inside the
-JSON sketch; the paper's text is used here. As in the official code, a think-mode answer is
-reduced to the content of its ``<answer>`` tags before it is put into the prompt, and the
-template is sent as a single user message. The paper used DeepSeek-V3 (official code:
+Source: the official ``evaluation/llm_evaluator.py`` of ``UUUserna/OSR-Bench-code`` (commit 0be3fda; the
+paper's App. C.3 prints the same three meta-prompts, typeset): META_PROMPT_OBJECT_COUNTING,
+META_PROMPT_RELATIVE_DISTANCE and META_PROMPT_RELATIVE_DIRECTION character for character, the ``#`` comments
+inside the JSON sketch included (version 1.0 of this rubric used the paper's typesetting: no blank lines
+between the fields, no bullets, no comments). As in the official code, an answer holding ``<answer>`` tags is
+reduced to its first such span (:func:`official_answer`) before it is put into the prompt, and the template is
+sent as a single user message. The paper used DeepSeek-V3 (official code:
 ``deepseek-chat``, temperature 0.1, ``response_format=json_object``); this layer defaults to
 temperature 0 so re-runs agree.
 
@@ -34,12 +33,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from lmms_spatial.metrics.extraction import first_tag_content
 from lmms_spatial.metrics.osr_bench import counting_score, score_qa  # noqa: F401 (re-exported)
 
-from .base import Judgement, Messages, Rubric, UnparsedReply, as_text, extract_json_object, strip_answer_tags
+from .base import Judgement, Messages, Rubric, UnparsedReply, as_text, extract_json_object
 
 NAME = "osr_negative"
-VERSION = "1.0"
+VERSION = "2.0"  # 2.0: the official code's templates (1.0 typeset the paper's App. C.3)
 
 POSITIONING_NOT_FOUND = "The positioning object is not found in the picture."
 POSITIONING_NOT_UNIQUE = "The positioning object is not unique in the picture."
@@ -49,61 +49,76 @@ SPECIAL_ANSWERS = (POSITIONING_NOT_FOUND, POSITIONING_NOT_UNIQUE, NO_CANDIDATE_F
 
 SKILLS = ("object_counting", "relative_distance", "relative_direction")
 
-META_PROMPT_OBJECT_COUNTING = """You are evaluating an object counting answer.
-Question: {question}
+# The official templates of evaluation/llm_evaluator.py (OSR-Bench-code 0be3fda), character for character: the
+# leading newline, the blank lines, the indented `*` bullets, the `#` comments inside the JSON sketch and the
+# trailing space after "counting answer." included; `{{`/`}}` are str.format's braces, as there.
+META_PROMPT_OBJECT_COUNTING = (
+    "\n"
+    "You are evaluating an object counting answer. \n"
+    "\n"
+    "Question: {question}\n"
+    "Ground Truth: {ground_truth}\n"
+    "Model Answer: {model_answer}\n"
+    "\n"
+    "Evaluation rules:\n"
+    "- The answer must be an integer (including 0)\n"
+    "- Correct if the model's integer exactly matches the ground truth\n"
+    "- Also correct if the model answer contains additional text but has the correct number\n"
+    "\n"
+    "Please respond in JSON format:\n"
+    "{{\n"
+    '    "score": 0 or 1,  # 0 for incorrect, 1 for correct\n'
+    '    "confidence": "high" or "middle" or "low"  # Your confidence level\n'
+    "}}\n"
+)
 
-Ground Truth: {ground_truth}
+META_PROMPT_RELATIVE_DISTANCE = (
+    "\n"
+    "You are evaluating a relative distance answer.\n"
+    "\n"
+    "Question: {question}\n"
+    "Ground Truth: {ground_truth}\n"
+    "Model Answer: {model_answer}\n"
+    "\n"
+    "Evaluation rules:\n"
+    "- Normal answers are object names\n"
+    "- Special case answers may be one of these error messages:\n"
+    '    * "The positioning object is not found in the picture."\n'
+    '    * "The positioning object is not unique in the picture."\n'
+    '    * "None of the candidates were found in the picture."\n'
+    "- When the ground truth is one of these special error messages, the model answer must match exactly\n"
+    "- When the ground truth is an object name, the model answer is correct if it contains the matching object name (case insensitive)\n"  # noqa: E501
+    "\n"
+    "Please respond in JSON format:\n"
+    "{{\n"
+    '    "score": 0 or 1,  # 0 for incorrect, 1 for correct\n'
+    '    "confidence": "high" or "middle" or "low"  # Your confidence level\n'
+    "}}\n"
+)
 
-Model Answer: {model_answer}
-Evaluation rules:
-- The answer must be an integer (including 0)
-- Correct if the model's integer exactly matches the ground truth
-- Also correct if the model answer contains additional text but has the correct number
-Please respond in JSON format:
-{{
-"score": 0 or 1,
-"confidence": "high" or "middle" or "low"
-}}"""
-
-META_PROMPT_RELATIVE_DISTANCE = """You are evaluating a relative distance answer.
-Question: {question}
-
-Ground Truth: {ground_truth}
-
-Model Answer: {model_answer}
-Evaluation rules:
-- Normal answers are object names
-- Special case answers may be one of these error messages:
-"The positioning object is not found in the picture."
-"The positioning object is not unique in the picture."
-"None of the candidates were found in the picture."
-- When the ground truth is one of these special error messages, the model answer must match exactly
-- When the ground truth is an object name, the model answer is correct if it contains the matching object name (case insensitive)
-Please respond in JSON format:
-{{
-"score": 0 or 1,
-"confidence": "high" or "middle" or "low"
-}}"""  # noqa: E501  (verbatim rule lines)
-
-META_PROMPT_RELATIVE_DIRECTION = """You are evaluating a relative direction answer.
-Question: {question}
-
-Ground Truth: {ground_truth}
-
-Model Answer: {model_answer}
-Evaluation rules:
-- Normal answers are direction words: "Front", "Back", "Left", "Right", "Front-Left", "Front-Right", "Back-Left", "Back-Right"
-- Direction words are case insensitive, and hyphens are optional (e.g., "front left" equals "Front-Left")
-- Special case answers may be one of these error messages:
-"The positioning object is not found in the picture."
-"The positioning object is not unique in the picture."
-"The orienting object or querying object is not found in the picture."
-- When the ground truth is one of these special error messages, the model answer must match exactly
-Please respond in JSON format:
-{{
-"score": 0 or 1,
-"confidence": "high" or "middle" or "low"
-}}"""  # noqa: E501  (verbatim rule lines)
+META_PROMPT_RELATIVE_DIRECTION = (
+    "\n"
+    "You are evaluating a relative direction answer.\n"
+    "\n"
+    "Question: {question}\n"
+    "Ground Truth: {ground_truth}\n"
+    "Model Answer: {model_answer}\n"
+    "\n"
+    "Evaluation rules:\n"
+    '- Normal answers are direction words: "Front", "Back", "Left", "Right", "Front-Left", "Front-Right", "Back-Left", "Back-Right"\n'  # noqa: E501
+    '- Direction words are case insensitive, and hyphens are optional (e.g., "front left" equals "Front-Left")\n'
+    "- Special case answers may be one of these error messages:\n"
+    '    * "The positioning object is not found in the picture."\n'
+    '    * "The positioning object is not unique in the picture."\n'
+    '    * "The orienting object or querying object is not found in the picture."\n'
+    "- When the ground truth is one of these special error messages, the model answer must match exactly\n"
+    "\n"
+    "Please respond in JSON format:\n"
+    "{{\n"
+    '    "score": 0 or 1,  # 0 for incorrect, 1 for correct\n'
+    '    "confidence": "high" or "middle" or "low"  # Your confidence level\n'
+    "}}\n"
+)
 
 META_PROMPTS = {
     "object_counting": META_PROMPT_OBJECT_COUNTING,
@@ -121,10 +136,19 @@ def _skill(item: Mapping[str, Any]) -> str:
     return skill
 
 
+def official_answer(response: Any) -> str:
+    """The answer as the official evaluator puts it into the prompt: when the reply holds both ``<answer>``
+    and ``</answer>`` (lower case), the first such span, stripped (``re.search(r'<answer>(.*?)</answer>',
+    ..., re.DOTALL)``); otherwise the reply unchanged. Applied in every mode, as there."""
+    text = as_text(response)
+    inside = first_tag_content(text, "<answer>", "</answer>") if "<answer>" in text and "</answer>" in text else None
+    return text if inside is None else inside.strip()
+
+
 def build_messages(item: Mapping[str, Any]) -> Messages:
     """The skill's meta-prompt with {question}, {ground_truth}, {model_answer} filled in."""
     template = META_PROMPTS[_skill(item)]
-    model_answer = strip_answer_tags(as_text(item["response"]))
+    model_answer = official_answer(item["response"])
     prompt = template.format(question=item["question"], ground_truth=item["answer"], model_answer=model_answer)
     return [{"role": "user", "content": prompt}]
 
@@ -188,7 +212,7 @@ def fallback(item: Mapping[str, Any]) -> Judgement:
     """Rule-based score for one item (see the module docstring)."""
     skill = _skill(item)
     raw_truth = as_text(item["answer"]).strip()
-    answer = strip_answer_tags(as_text(item["response"])).strip()
+    answer = official_answer(item["response"]).strip()
     special = next((s for s in SPECIAL_ANSWERS if _normalise_special(s) == _normalise_special(raw_truth)), None)
     if special is not None:
         return _special(special, answer)

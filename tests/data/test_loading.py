@@ -64,3 +64,50 @@ def test_building_the_task_index_touches_no_data(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[-1] == "True"
     assert not (tmp_path / "hf" / "datasets").exists() and not (tmp_path / "hf" / "lmms_spatial").exists()
+
+
+@pytest.mark.parametrize(("expected", "found"), [("mmsi", "dori"), ("dori", "osr_bench"), ("odi_bench", "mmsi")])
+def test_a_variable_pointing_at_another_benchmarks_copy_names_the_variable_what_it_holds_and_what_was_expected(
+    fixture_datasets, monkeypatch, expected, found
+):
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    variable, other = BENCHMARKS[expected].env_var, BENCHMARKS[found].env_var
+    monkeypatch.setenv(variable, str(fixture_datasets[found]))
+    with pytest.raises(DataUnavailable) as caught:
+        loading.resolve(_placeholder(), expected)
+    assert str(caught.value) == (
+        f"{variable}={str(fixture_datasets[found])!r} holds {found} data (the layout of hub_cards/{found}/README.md), "
+        f"not {expected}: point {variable} at a {expected} copy ({found} is read from {other})"
+    )
+
+
+def test_a_copy_of_the_right_layout_with_extra_columns_is_read(fixture_datasets, monkeypatch, tmp_path):
+    rows = datasets.load_dataset(str(fixture_datasets["mmsi"]), split="test").add_column("source", ["x"] * 12)
+    rows.to_parquet(str(tmp_path / "test.parquet"))  # 'source' is one of DORI's columns too: still MMSI-Bench
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path))
+    assert len(loading.resolve(_placeholder(), "mmsi")) == 12
+
+
+def test_a_copy_missing_a_column_the_task_reads_names_the_variable_and_the_layout(fixture_datasets, monkeypatch,
+                                                                                  tmp_path):  # fmt: skip
+    from lmms_spatial.tasks.mmsi.adapter import process_docs
+
+    rows = datasets.load_dataset(str(fixture_datasets["mmsi"]), split="test").remove_columns(["answer"])
+    rows.to_parquet(str(tmp_path / "test.parquet"))
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path))
+    with pytest.raises(DataUnavailable) as caught:
+        process_docs(_placeholder())
+    message = str(caught.value)
+    assert message.startswith(f"LMMS_SPATIAL_MMSI_PATH={str(tmp_path)!r}: not mmsi's layout (document '<every row>', "
+                              "field 'answer': missing column")  # fmt: skip
+    assert message.endswith("point it at a mmsi copy in the layout of hub_cards/mmsi/README.md")  # no converter
+
+
+def test_a_yamls_own_data_missing_a_column_keeps_the_documents_error(monkeypatch):
+    from lmms_spatial.data.images import BadDocumentError
+    from lmms_spatial.tasks.mmsi.adapter import process_docs
+
+    own = datasets.Dataset.from_dict({"id": [1], "question": ["q"], "images": [[]]})
+    with pytest.raises(BadDocumentError, match="field 'answer': missing column"):
+        process_docs(own)  # the user's own file: no variable of ours to name

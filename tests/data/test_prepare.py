@@ -16,12 +16,24 @@ from offline_hub import offline_hf_home  # noqa: E402
 
 import lmms_spatial.data.convert as convert  # noqa: E402
 from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
-from lmms_spatial.data.sources import BENCHMARKS, MMSI_REVISION, DataUnavailable, dataset_source  # noqa: E402
+from lmms_spatial.data.sources import (  # noqa: E402
+    BENCHMARKS,
+    MMSI_REVISION,
+    OFFLINE_VARS,
+    DataUnavailable,
+    dataset_source,
+)
 
 
 @pytest.fixture
 def hf_home(tmp_path, monkeypatch) -> Path:
     return offline_hf_home(tmp_path, monkeypatch)
+
+
+def _online(monkeypatch) -> None:
+    """Neither offline variable set, whatever the caller exported (HF_DATASETS_OFFLINE=1 on air-gapped clusters)."""
+    for name in OFFLINE_VARS:
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at_its_panoramas(hf_home):
@@ -187,7 +199,7 @@ def test_mmsi_revision_main_reads_the_snapshot_main_points_at_instead_of_the_pin
 
 def test_online_the_release_comes_from_snapshot_download_with_the_allow_patterns(hf_home, monkeypatch):
     snapshot = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
-    monkeypatch.delenv("HF_HUB_OFFLINE")
+    _online(monkeypatch)
     calls = []
 
     def fake_download(repo_id, **kwargs):
@@ -205,7 +217,7 @@ def test_online_the_release_comes_from_snapshot_download_with_the_allow_patterns
 def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home, monkeypatch):
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    monkeypatch.delenv("HF_HUB_OFFLINE")
+    _online(monkeypatch)
 
     def no_connection(repo_id, **kwargs):
         raise LocalEntryNotFoundError("Connection error, and we cannot find the requested files in the disk cache.")

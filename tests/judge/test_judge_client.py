@@ -51,7 +51,7 @@ def test_score_returns_the_parsed_verdict_with_its_provenance(server: FakeJudgeS
     assert (verdict.judge, verdict.rubric, verdict.rubric_version, verdict.cached) == (
         "fake-judge",
         "osr_negative",
-        "1.0",
+        "2.0",
         False,
     )
     assert verdict.details == {"confidence": "high"}
@@ -74,7 +74,7 @@ def test_second_run_is_served_from_cache_without_http_requests(
     assert rerun.stats.as_dict() == {
         "judge_model": "fake-judge",
         "rubric": "osr_negative",
-        "rubric_version": "1.0",
+        "rubric_version": "2.0",
         "judge_calls": 0,
         "retries": 0,
         "cache_hits": 12,
@@ -416,7 +416,7 @@ def test_cache_stores_raw_reply_and_parsed_verdict(
     assert (model, rubric, version, score, reason) == (
         "fake-judge",
         "osr_negative",
-        "1.0",
+        "2.0",
         0.0,
         "judge_score_0_confidence_high",
     )

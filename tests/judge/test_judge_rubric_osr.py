@@ -11,6 +11,7 @@ from lmms_spatial.metrics.rubrics.osr_negative import (
     POSITIONING_NOT_FOUND,
     POSITIONING_NOT_UNIQUE,
     counting_score,
+    official_answer,
 )
 
 OSR = get_rubric("osr_negative")
@@ -23,82 +24,103 @@ def item(skill: str, answer: str, response: str, question: str = "Q?") -> dict[s
 # -- prompt ------------------------------------------------------------------------------
 
 
-def test_counting_prompt_is_the_papers_meta_prompt_with_fields_filled_in() -> None:
+# META_PROMPT_OBJECT_COUNTING of UUUserna/OSR-Bench-code's evaluation/llm_evaluator.py (0be3fda), fields filled in:
+# the official layout (leading newline, blank lines, indented bullets, comments in the JSON sketch),
+# not the typesetting of the paper's App. C.3.
+def test_counting_prompt_is_the_official_meta_prompt_with_fields_filled_in() -> None:
     messages = OSR.build_messages(item("object_counting", "2", "There are 2.", "How many chairs?"))
     assert messages == [
         {
             "role": "user",
-            "content": "You are evaluating an object counting answer.\n"
-            "Question: How many chairs?\n\n"
-            "Ground Truth: 2\n\n"
-            "Model Answer: There are 2.\n"
-            "Evaluation rules:\n"
-            "- The answer must be an integer (including 0)\n"
-            "- Correct if the model's integer exactly matches the ground truth\n"
-            "- Also correct if the model answer contains additional text but has the correct number\n"
-            "Please respond in JSON format:\n"
-            "{\n"
-            '"score": 0 or 1,\n'
-            '"confidence": "high" or "middle" or "low"\n'
-            "}",
+            "content": (
+                "\n"
+                "You are evaluating an object counting answer. \n"
+                "\n"
+                "Question: How many chairs?\n"
+                "Ground Truth: 2\n"
+                "Model Answer: There are 2.\n"
+                "\n"
+                "Evaluation rules:\n"
+                "- The answer must be an integer (including 0)\n"
+                "- Correct if the model's integer exactly matches the ground truth\n"
+                "- Also correct if the model answer contains additional text but has the correct number\n"
+                "\n"
+                "Please respond in JSON format:\n"
+                "{\n"
+                '    "score": 0 or 1,  # 0 for incorrect, 1 for correct\n'
+                '    "confidence": "high" or "middle" or "low"  # Your confidence level\n'
+                "}\n"
+            ),
         }
     ]
 
 
-# The paper's App. C.3 meta-prompts (seed 002), with its curly quotes as straight ones, fields filled in.
-# (UUUserna/OSR-Bench-code's evaluation/llm_evaluator.py holds the same rules laid out differently:
-# blank lines, "    * " bullets and comments inside the JSON example.)
-def test_distance_prompt_is_the_papers_meta_prompt_with_its_three_fixed_strings() -> None:
+# META_PROMPT_RELATIVE_DISTANCE of UUUserna/OSR-Bench-code's evaluation/llm_evaluator.py (0be3fda), fields filled in:
+# the official layout (leading newline, blank lines, indented bullets, comments in the JSON sketch),
+# not the typesetting of the paper's App. C.3.
+def test_distance_prompt_is_the_official_meta_prompt_with_its_three_fixed_strings() -> None:
     messages = OSR.build_messages(item("relative_distance", "chair", "the chair", "Which is closest?"))
     assert messages == [
         {
             "role": "user",
-            "content": "You are evaluating a relative distance answer.\n"
-            "Question: Which is closest?\n\n"
-            "Ground Truth: chair\n\n"
-            "Model Answer: the chair\n"
-            "Evaluation rules:\n"
-            "- Normal answers are object names\n"
-            "- Special case answers may be one of these error messages:\n"
-            '"The positioning object is not found in the picture."\n'
-            '"The positioning object is not unique in the picture."\n'
-            '"None of the candidates were found in the picture."\n'
-            "- When the ground truth is one of these special error messages, the model answer must match exactly\n"
-            "- When the ground truth is an object name, the model answer is correct if it contains the matching "
-            "object name (case insensitive)\n"
-            "Please respond in JSON format:\n"
-            "{\n"
-            '"score": 0 or 1,\n'
-            '"confidence": "high" or "middle" or "low"\n'
-            "}",
+            "content": (
+                "\n"
+                "You are evaluating a relative distance answer.\n"
+                "\n"
+                "Question: Which is closest?\n"
+                "Ground Truth: chair\n"
+                "Model Answer: the chair\n"
+                "\n"
+                "Evaluation rules:\n"
+                "- Normal answers are object names\n"
+                "- Special case answers may be one of these error messages:\n"
+                '    * "The positioning object is not found in the picture."\n'
+                '    * "The positioning object is not unique in the picture."\n'
+                '    * "None of the candidates were found in the picture."\n'
+                "- When the ground truth is one of these special error messages, the model answer must match exactly\n"
+                "- When the ground truth is an object name, the model answer is correct if it contains the matching object name (case insensitive)\n"  # noqa: E501
+                "\n"
+                "Please respond in JSON format:\n"
+                "{\n"
+                '    "score": 0 or 1,  # 0 for incorrect, 1 for correct\n'
+                '    "confidence": "high" or "middle" or "low"  # Your confidence level\n'
+                "}\n"
+            ),
         }
     ]
 
 
-def test_direction_prompt_is_the_papers_meta_prompt_with_its_three_fixed_strings() -> None:
+# META_PROMPT_RELATIVE_DIRECTION of UUUserna/OSR-Bench-code's evaluation/llm_evaluator.py (0be3fda), fields filled in:
+# the official layout (leading newline, blank lines, indented bullets, comments in the JSON sketch),
+# not the typesetting of the paper's App. C.3.
+def test_direction_prompt_is_the_official_meta_prompt_with_its_three_fixed_strings() -> None:
     messages = OSR.build_messages(item("relative_direction", "Front", "front", "Where is the lamp?"))
     assert messages == [
         {
             "role": "user",
-            "content": "You are evaluating a relative direction answer.\n"
-            "Question: Where is the lamp?\n\n"
-            "Ground Truth: Front\n\n"
-            "Model Answer: front\n"
-            "Evaluation rules:\n"
-            '- Normal answers are direction words: "Front", "Back", "Left", "Right", "Front-Left", "Front-Right", '
-            '"Back-Left", "Back-Right"\n'
-            '- Direction words are case insensitive, and hyphens are optional (e.g., "front left" equals '
-            '"Front-Left")\n'
-            "- Special case answers may be one of these error messages:\n"
-            '"The positioning object is not found in the picture."\n'
-            '"The positioning object is not unique in the picture."\n'
-            '"The orienting object or querying object is not found in the picture."\n'
-            "- When the ground truth is one of these special error messages, the model answer must match exactly\n"
-            "Please respond in JSON format:\n"
-            "{\n"
-            '"score": 0 or 1,\n'
-            '"confidence": "high" or "middle" or "low"\n'
-            "}",
+            "content": (
+                "\n"
+                "You are evaluating a relative direction answer.\n"
+                "\n"
+                "Question: Where is the lamp?\n"
+                "Ground Truth: Front\n"
+                "Model Answer: front\n"
+                "\n"
+                "Evaluation rules:\n"
+                '- Normal answers are direction words: "Front", "Back", "Left", "Right", "Front-Left", "Front-Right", "Back-Left", "Back-Right"\n'  # noqa: E501
+                '- Direction words are case insensitive, and hyphens are optional (e.g., "front left" equals "Front-Left")\n'  # noqa: E501
+                "- Special case answers may be one of these error messages:\n"
+                '    * "The positioning object is not found in the picture."\n'
+                '    * "The positioning object is not unique in the picture."\n'
+                '    * "The orienting object or querying object is not found in the picture."\n'
+                "- When the ground truth is one of these special error messages, the model answer must match exactly\n"
+                "\n"
+                "Please respond in JSON format:\n"
+                "{\n"
+                '    "score": 0 or 1,  # 0 for incorrect, 1 for correct\n'
+                '    "confidence": "high" or "middle" or "low"  # Your confidence level\n'
+                "}\n"
+            ),
         }
     ]
 
@@ -204,3 +226,14 @@ def test_fixed_not_found_ground_truth_matches_a_response_stating_the_same(
 def test_counting_item_with_not_found_ground_truth_uses_the_statement_rule() -> None:
     verdict = OSR.fallback(item("object_counting", POSITIONING_NOT_FOUND, "There is no such object."))
     assert (verdict.score, verdict.reason) == (1.0, "fallback_states_not_found")
+
+
+def test_the_answer_put_into_the_prompt_is_the_first_lower_case_answer_tag_as_the_official_evaluator_reads_it():
+    # llm_evaluator.evaluate_with_openai: if "<answer>" and "</answer>" are both in the reply, the first
+    # re.search(r'<answer>(.*?)</answer>', ..., re.DOTALL) span, stripped; otherwise the reply as it is
+    assert official_answer("<think>two?</think><answer> 3 </answer> then <answer>4</answer>") == "3"
+    assert official_answer("<ANSWER>3</ANSWER>") == "<ANSWER>3</ANSWER>"  # upper-case tags are not read
+    assert official_answer("<answer>3") == "<answer>3"  # an unclosed tag: the reply unchanged
+    assert official_answer("There are\n3 chairs") == "There are\n3 chairs"  # no tags: not even stripped
+    prompt = OSR.build_messages(item("object_counting", "3", "<answer>3</answer><answer>5</answer>", "How many?"))
+    assert "Model Answer: 3\n" in prompt[0]["content"]

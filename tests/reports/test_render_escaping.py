@@ -46,7 +46,9 @@ def test_csv_keeps_the_name_as_it_is():
 def test_every_declared_citation_has_an_arxiv_id_and_bibtex_and_the_shipped_five_are_cited():
     assert {"mmsi", "dori", "mmperspective", "odi_bench", "osr_bench"} <= set(CITATIONS)
     for citation in CITATIONS.values():
-        assert citation.bibtex.startswith("@article{") and f"arXiv:{citation.arxiv}" in citation.bibtex
+        # an arXiv preprint (@article, journal "arXiv preprint arXiv:ID") or a venue paper with its eprint
+        assert citation.bibtex.startswith(("@article{", "@inproceedings{"))
+        assert f"arXiv:{citation.arxiv}" in citation.bibtex or f"eprint    = {{{citation.arxiv}}}" in citation.bibtex
         assert citation.text().endswith(f"arXiv:{citation.arxiv}")
 
 

@@ -15,15 +15,17 @@ from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import Column, Layout, Leaf
 
 CITATION = Citation(
-    "Yang et al., 2025",
+    "Yang et al., ICLR 2026",
     "MMSI-Bench: A Benchmark for Multi-Image Spatial Intelligence",
     "2505.23764",
-    """@article{yang2025mmsibench,
-  title   = {{MMSI-Bench}: A Benchmark for Multi-Image Spatial Intelligence},
-  author  = {Yang, Sihan and Xu, Runsen and Xie, Yiman and Yang, Sizhe and Li, Mo and Lin, Jingli and Zhu, Chenming
-             and Chen, Xiaochen and Duan, Haodong and Yue, Xiangyu and Lin, Dahua and Wang, Tai and Pang, Jiangmiao},
-  journal = {arXiv preprint arXiv:2505.23764},
-  year    = {2025}
+    """@inproceedings{yang2025mmsibench,
+  title     = {{MMSI-Bench}: A Benchmark for Multi-Image Spatial Intelligence},
+  author    = {Yang, Sihan and Xu, Runsen and Xie, Yiman and Yang, Sizhe and Li, Mo and Lin, Jingli and Zhu, Chenming
+               and Chen, Xiaochen and Duan, Haodong and Yue, Xiangyu and Lin, Dahua and Wang, Tai and Pang, Jiangmiao},
+  booktitle = {International Conference on Learning Representations (ICLR)},
+  year      = {2026},
+  eprint    = {2505.23764},
+  archivePrefix = {arXiv}
 }""",
 )
 

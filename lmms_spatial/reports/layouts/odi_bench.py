@@ -13,15 +13,17 @@ from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import JUDGE_UNUSABLE, Column, Layout, Leaf, Pooled
 
 CITATION = Citation(
-    "Yang et al., 2025",
+    "Yang et al., ICLR 2026",
     "ODI-Bench: Can MLLMs Understand Immersive Omnidirectional Environments?",
     "2510.11549",
-    """@article{yang2025odibench,
-  title   = {{ODI-Bench}: Can {MLLMs} Understand Immersive Omnidirectional Environments?},
-  author  = {Yang, Liu and Duan, Huiyu and Tao, Ran and Cheng, Juntao and Wu, Sijing and Li, Yunhao and Liu, Jing
-             and Min, Xiongkuo and others},
-  journal = {arXiv preprint arXiv:2510.11549},
-  year    = {2025}
+    """@inproceedings{yang2025odibench,
+  title     = {{ODI-Bench}: Can {MLLMs} Understand Immersive Omnidirectional Environments?},
+  author    = {Yang, Liu and Duan, Huiyu and Tao, Ran and Cheng, Juntao and Wu, Sijing and Li, Yunhao and Liu, Jing
+               and Min, Xiongkuo and others},
+  booktitle = {International Conference on Learning Representations (ICLR)},
+  year      = {2026},
+  eprint    = {2510.11549},
+  archivePrefix = {arXiv}
 }""",
 )
 
