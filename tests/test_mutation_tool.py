@@ -4,6 +4,8 @@ survivors, when CI reruns a module. mutmut itself is not run here (see CONTRIBUT
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,12 @@ def test_a_baseline_is_never_recorded_from_another_test_selection(monkeypatch, c
     monkeypatch.chdir(REPO)
     assert mutation.main(["--update-baseline", "--tests", "tests/metrics/test_mmsi.py"]) == 2
     assert "drop --tests" in capsys.readouterr().out
+
+
+def test_a_mutant_worker_that_allocates_past_the_cap_gets_a_memory_error_not_the_machine():
+    # the cap mutmut and its forked workers run under: 1 GiB here; the child asks for 1.5 GiB in one piece
+    grow = "import sys\ntry:\n    bytearray(3 * 2**29)\nexcept MemoryError:\n    sys.exit(7)\n"
+    done = subprocess.run([sys.executable, "-c", grow], preexec_fn=mutation._address_space_limit(1.0), check=False)
+    assert done.returncode == 7
+    free = subprocess.run([sys.executable, "-c", grow], preexec_fn=mutation._address_space_limit(0), check=False)
+    assert free.returncode == 0  # 0: no cap

@@ -309,13 +309,36 @@ class ModuleResult:
         return self.killed / tested if tested else 1.0
 
 
-def _mutmut(work: Path, args: list[str], deadline: float | None, log) -> subprocess.CompletedProcess:
+# Address space allowed to mutmut and its forked mutant workers (each inherits the limit). A mutant that turns a
+# bounded loop into an unbounded one can grow without end: one reached 15 GB resident on this 24 GB machine before
+# its CPU-time limit. With the cap its allocation fails (MemoryError: a test fails, the mutant is killed, as a
+# timeout is). A normal worker maps ~8 GiB (torch, datasets; ~3 GB resident).
+MEMORY_LIMIT_GIB = 12.0
+
+
+def _address_space_limit(gib: float):
+    """A ``preexec_fn`` capping the child's address space at ``gib`` GiB (none when ``gib`` <= 0)."""
+
+    def limit() -> None:
+        if gib > 0:
+            import resource
+
+            cap = int(gib * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    return limit
+
+
+def _mutmut(
+    work: Path, args: list[str], deadline: float | None, log, memory_gib: float = MEMORY_LIMIT_GIB
+) -> subprocess.CompletedProcess:
     timeout = None if deadline is None else max(1.0, deadline - time.monotonic())
     env = dict(os.environ, PYTHONHASHSEED="0")
     return subprocess.run(
         [sys.executable, "-m", "mutmut", *args],
         cwd=work,
         env=env,
+        preexec_fn=_address_space_limit(memory_gib),
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 from lmms_spatial.metrics.rubrics import _text, get_rubric
-from lmms_spatial.metrics.rubrics.base import Judgement, UnparsedReply, extract_json_object, strip_answer_tags
+from lmms_spatial.metrics.rubrics.base import Judgement, UnparsedReply, extract_json_object
 from lmms_spatial.metrics.rubrics.mmsi_diagnosis import normalise_label
+from lmms_spatial.metrics.rubrics.osr_negative import official_answer
 
 ODI = get_rubric("odi_open")
 OSR = get_rubric("osr_negative")
@@ -69,9 +70,13 @@ def test_no_json_object_says_so():
         extract_json_object("{not json} and [1, 2]")
 
 
-def test_answer_tags_are_found_in_any_case_and_the_last_one_wins():
-    assert strip_answer_tags("<Answer> left </Answer> ... <ANSWER>right</answer>") == "right"
-    assert strip_answer_tags("no tags here") == "no tags here"
+def test_the_osr_judge_sees_the_first_lower_case_answer_span_as_the_official_evaluator_does():
+    # OSR-Bench-code llm_evaluator.py: re.search(r'<answer>(.*?)</answer>', response, re.DOTALL) -> group(1).strip()
+    assert official_answer("<answer> left </answer> ... <answer>right</answer>") == "left"
+    assert official_answer("<Answer> left </Answer>") == "<Answer> left </Answer>"  # case-sensitive there
+    assert official_answer("<answer>\n front \n</answer>") == "front"  # DOTALL: the span crosses lines
+    assert official_answer("only <answer> opened") == "only <answer> opened"
+    assert official_answer("no tags here") == "no tags here"
 
 
 # --- ODI open-ended: the parser ----------------------------------------------------------------
