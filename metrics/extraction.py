@@ -537,7 +537,8 @@ def extract_direction(response: Any, vocabulary: Sequence[str]) -> Extraction:
     tags = _answer_tags(text)
     if tags:
         text = tags[-1]
-    canon = sorted({normalise_direction(v) for v in vocabulary}, key=len, reverse=True)
+    # longest terms first, ties in alphabetical order: a set's order changes with PYTHONHASHSEED
+    canon = sorted({normalise_direction(v) for v in vocabulary}, key=lambda term: (-len(term), term))
     haystack = " " + normalise_direction(text).replace("-", " ") + " "
     haystack = re.sub(r"[^a-z0-9 ]+", " ", haystack)
     found = []

@@ -141,7 +141,7 @@ def official_answer(response: Any) -> str:
     and ``</answer>`` (lower case), the first such span, stripped (``re.search(r'<answer>(.*?)</answer>',
     ..., re.DOTALL)``); otherwise the reply unchanged. Applied in every mode, as there."""
     text = as_text(response)
-    inside = first_tag_content(text, "<answer>", "</answer>") if "<answer>" in text and "</answer>" in text else None
+    inside = first_tag_content(text, "<answer>", "</answer>")  # None unless both tags, in this order
     return text if inside is None else inside.strip()
 
 

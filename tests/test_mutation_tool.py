@@ -1,0 +1,181 @@
+"""The mutation check's own rules (lmms_spatial.bench.mutation): what it mutates, how it reads the accepted
+survivors, when CI reruns a module. mutmut itself is not run here (see CONTRIBUTING.md, "Mutation testing")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lmms_spatial.bench import mutation
+
+REPO = Path(__file__).resolve().parents[1]
+
+ADAPTER = """
+def doc_to_text(doc):
+    return "prompt"
+
+
+def process_results(doc, results):
+    return {}
+
+
+class Scorer:
+    def score(self, x):
+        return x
+
+
+def main(argv=None):
+    return 0
+"""
+
+
+def test_the_scope_is_every_scorer_module_found_a_new_benchmark_included(tmp_path):
+    for module in ("metrics/__init__.py", "metrics/dori.py", "metrics/rubrics/base.py", "tasks/dori/adapter.py"):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text("")
+    (tmp_path / "tasks/dori/utils.py").write_text("")
+    assert mutation.scope(tmp_path) == ["metrics/dori.py", "metrics/rubrics/base.py", "tasks/dori/adapter.py"]
+    (tmp_path / "tasks/orient_bench").mkdir()
+    (tmp_path / "tasks/orient_bench/adapter.py").write_text("")
+    assert "tasks/orient_bench/adapter.py" in mutation.scope(tmp_path)
+    assert {"metrics/extraction.py", "metrics/aggregation.py", "tasks/osr_bench/adapter.py"} <= set(
+        mutation.scope(REPO)
+    )
+
+
+def test_module_names_are_the_installed_ones():
+    assert mutation.dotted("metrics/rubrics/base.py") == "lmms_spatial.metrics.rubrics.base"
+    assert mutation.package_path("tasks/dori/adapter.py") == "lmms_spatial/tasks/dori/adapter.py"
+    assert mutation.module_of("lmms_spatial.metrics.rubrics.base.x_as_text__mutmut_3") == "metrics/rubrics/base.py"
+    assert mutation.module_of("lmms_spatial.metrics.odi_bench.x_scored__mutmut_1") == "metrics/odi_bench.py"
+    assert mutation.module_of("lmms_spatial.data.loading.x_resolve__mutmut_1") is None
+
+
+def test_prompts_and_command_line_plumbing_are_left_out_and_methods_are_kept():
+    assert mutation.functions(ADAPTER) == ["x_doc_to_text", "x_process_results", "x\u01c1Scorer\u01c1score", "x_main"]
+    assert mutation.mutant_globs("tasks/x/adapter.py", ADAPTER) == [
+        "lmms_spatial.tasks.x.adapter.x_process_results__mutmut_*",
+        "lmms_spatial.tasks.x.adapter.x\u01c1Scorer\u01c1score__mutmut_*",
+    ]
+
+
+def test_an_accepted_survivor_is_id_mutated_line_and_a_reason_of_a_known_kind():
+    # the mutated line may hold " | " (a set union): the id is the first field, the reason the last
+    text = "# comment\n\nlmms_spatial.metrics.dori.x_f__mutmut_2 | return a | b | equivalent: a and b are sets\n"
+    (entry,) = mutation.parse_equivalents(text).values()
+    assert (entry.mutant, entry.line, entry.reason) == (
+        "lmms_spatial.metrics.dori.x_f__mutmut_2",
+        "return a | b",
+        "equivalent: a and b are sets",
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "lmms_spatial.metrics.dori.x_f__mutmut_2 | return a",  # no reason
+        "lmms_spatial.metrics.dori.x_f | return a | equivalent: x",  # no mutant id
+        "lmms_spatial.metrics.dori.x_f__mutmut_2 | return a | looks fine",  # no kind
+        "lmms_spatial.metrics.dori.x_f__mutmut_2 | return a | harmless: x",  # an unknown kind
+    ],
+)
+def test_a_malformed_entry_is_refused_naming_its_line(line):
+    with pytest.raises(ValueError, match=r"equivalent\.txt:2: "):
+        mutation.parse_equivalents("# head\n" + line + "\n")
+
+
+def test_an_entry_listed_twice_is_refused():
+    line = "lmms_spatial.metrics.dori.x_f__mutmut_2 | return a | equivalent: same\n"
+    with pytest.raises(ValueError, match="listed twice"):
+        mutation.parse_equivalents(line * 2)
+
+
+def test_equivalent_and_valid_data_entries_are_equivalent_the_others_are_survivors():
+    kinds = {"equivalent: x": True, "valid data: x": True, "not a score: x": False, "gap: x": False}
+    for reason, equivalent in kinds.items():
+        assert mutation.Equivalent("m__mutmut_1", "l", reason).is_equivalent is equivalent
+
+
+def test_the_mutated_line_is_the_added_lines_of_the_diff():
+    diff = "--- a\n+++ a\n@@ -1,3 +1,3 @@\n def f():\n-    return 1\n+    return 2\n+\n+    pass\n"
+    assert mutation.mutated_line(diff) == "return 2 \u23ce pass"
+
+
+def test_the_score_leaves_equivalent_mutants_out_and_counts_accepted_survivors_against_it():
+    result = mutation.ModuleResult("metrics/x.py", mutants=100, killed=90, equivalent=5, accepted=3)
+    assert result.score == 90 / 95
+    assert mutation.ModuleResult("metrics/x.py").score == 1.0  # nothing to kill
+
+
+def test_a_fingerprint_changes_with_the_source_and_with_the_modules_entries_only(tmp_path):
+    module = "metrics/x.py"
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / module).write_text("def f():\n    return 1\n")
+    own = "lmms_spatial.metrics.osr_bench.x_f__mutmut_1 | l | equivalent: x\n"
+    other = "lmms_spatial.metrics.dori.x_f__mutmut_1 | l | equivalent: x\n"
+    base = mutation.fingerprint(module, tmp_path, "")
+    assert mutation.fingerprint(module, tmp_path, other) == base
+    (tmp_path / module).write_text("def f():\n    return 2\n")
+    assert mutation.fingerprint(module, tmp_path, "") != base
+    osr = "metrics/osr_bench.py"
+    (tmp_path / osr).write_text("")
+    assert mutation.fingerprint(osr, tmp_path, own) != mutation.fingerprint(osr, tmp_path, other)
+
+
+def test_changed_modules_are_those_whose_fingerprint_is_not_recorded(tmp_path):
+    for module in ("metrics/dori.py", "metrics/mmsi.py", "tasks/dori/adapter.py"):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text(f"# {module}\n")
+    recorded = {m: {"fingerprint": mutation.fingerprint(m, tmp_path, "")} for m in mutation.scope(tmp_path)}
+    assert mutation.changed_modules(tmp_path, "", {"modules": recorded}) == []
+    (tmp_path / "metrics/dori.py").write_text("# changed\n")
+    del recorded["metrics/mmsi.py"]
+    assert mutation.changed_modules(tmp_path, "", {"modules": recorded}) == ["metrics/dori.py", "metrics/mmsi.py"]
+
+
+def test_the_time_estimate_needs_every_module_recorded():
+    baseline = {"modules": {"metrics/a.py": {"seconds": 100.0}, "metrics/b.py": {"seconds": 60.0}}}
+    assert mutation.estimated_seconds(["metrics/a.py", "metrics/b.py"], baseline, 2) == mutation.OVERHEAD_S + 80.0
+    assert mutation.estimated_seconds(["metrics/a.py", "metrics/c.py"], baseline, 2) is None
+
+
+def test_the_committed_baseline_and_entries_are_readable_and_name_modules_in_scope():
+    baseline = json.loads((REPO / mutation.BASELINE_FILE).read_text(encoding="utf-8"))
+    assert set(baseline["modules"]) <= set(mutation.scope(REPO))
+    entries = mutation.parse_equivalents((REPO / mutation.EQUIVALENT_FILE).read_text(encoding="utf-8"))
+    assert all(mutation.module_of(m) is not None for m in entries)
+
+
+def test_the_baseline_file_is_written_one_module_per_line(tmp_path):
+    (tmp_path / "mutation").mkdir()
+    mutation.write_baseline(
+        tmp_path, {"tool": "mutmut 3.8.1", "modules": {"metrics/b.py": {"k": 2}, "metrics/a.py": {"k": 1}}}
+    )
+    lines = (tmp_path / mutation.BASELINE_FILE).read_text().splitlines()
+    assert lines[3:5] == ['    "metrics/a.py": {"k": 1},', '    "metrics/b.py": {"k": 2}']
+    assert json.loads((tmp_path / mutation.BASELINE_FILE).read_text())["modules"]["metrics/a.py"] == {"k": 1}
+
+
+def test_the_command_refuses_to_run_outside_the_repository(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert mutation.main([]) == 2
+    assert "run it from the repository root" in capsys.readouterr().out
+
+
+def test_a_baseline_is_never_recorded_from_another_test_selection(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    assert mutation.main(["--update-baseline", "--tests", "tests/metrics/test_mmsi.py"]) == 2
+    assert "drop --tests" in capsys.readouterr().out
+
+
+def test_a_mutant_worker_that_allocates_past_the_cap_gets_a_memory_error_not_the_machine():
+    # the cap mutmut and its forked workers run under: 1 GiB here; the child asks for 1.5 GiB in one piece
+    grow = "import sys\ntry:\n    bytearray(3 * 2**29)\nexcept MemoryError:\n    sys.exit(7)\n"
+    done = subprocess.run([sys.executable, "-c", grow], preexec_fn=mutation._address_space_limit(1.0), check=False)
+    assert done.returncode == 7
+    free = subprocess.run([sys.executable, "-c", grow], preexec_fn=mutation._address_space_limit(0), check=False)
+    assert free.returncode == 0  # 0: no cap
