@@ -32,6 +32,24 @@ if str(TESTS_DIR) not in sys.path:  # tests/ is not a package: tiny_models.py si
     sys.path.insert(0, str(TESTS_DIR))
 
 
+@pytest.fixture
+def logged() -> Iterator[Callable[[str], list[str]]]:
+    """lmms-eval's loguru messages at or above a level, kept for the test: ``messages = logged("WARNING")``;
+    the handlers are removed when the test ends."""
+    from loguru import logger
+
+    handlers: list[int] = []
+
+    def capture(level: str) -> list[str]:
+        messages: list[str] = []
+        handlers.append(logger.add(lambda m: messages.append(m.record["message"]), level=level))
+        return messages
+
+    yield capture
+    for handler in handlers:
+        logger.remove(handler)
+
+
 @pytest.fixture(scope="session")
 def shared_dir(tmp_path_factory) -> Path:
     """A folder shared by every xdist worker of this run (the run's base temp folder without xdist)."""

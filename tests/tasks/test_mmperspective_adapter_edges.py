@@ -6,7 +6,6 @@ import math
 
 import datasets
 import pytest
-from loguru import logger
 
 from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.data.registry.mmperspective import features
@@ -18,11 +17,8 @@ ROBUST = {**DOC, "robust_group": " seed-1 ", "perturbation": "Flip", "robust_var
 
 
 @pytest.fixture
-def warnings():
-    messages: list[str] = []
-    handler = logger.add(lambda m: messages.append(m.record["message"]), level="WARNING")
-    yield messages
-    logger.remove(handler)
+def warnings(logged):
+    return logged("WARNING")
 
 
 def test_an_accuracy_record_holds_exactly_these_fields():

@@ -8,7 +8,6 @@ import os
 
 import datasets
 import pytest
-from loguru import logger
 
 from lmms_spatial.models import stages
 from lmms_spatial.tasks.odi_bench import adapter
@@ -42,11 +41,8 @@ def _clean(monkeypatch):
 
 
 @pytest.fixture
-def infos():
-    messages: list[str] = []
-    handler = logger.add(lambda m: messages.append(m.record["message"]), level="INFO")
-    yield messages
-    logger.remove(handler)
+def infos(logged):
+    return logged("INFO")
 
 
 def test_a_close_ended_record_holds_exactly_these_fields():
@@ -260,9 +256,8 @@ def test_omni_cot_steps_of_the_close_and_open_settings_reach_those_records(monke
     assert record["omni_cot"] == {"final_answer": "front-right", "key": "open:q1"}
 
 
-def test_a_failing_judge_is_said_once_per_kind_of_failure(monkeypatch):
-    warnings: list[str] = []
-    handler = logger.add(lambda m: warnings.append(m.record["message"]), level="WARNING")
+def test_a_failing_judge_is_said_once_per_kind_of_failure(monkeypatch, logged):
+    warnings = logged("WARNING")
     monkeypatch.setattr(adapter, "_warned", set())
 
     class Failing:
@@ -272,11 +267,8 @@ def test_a_failing_judge_is_said_once_per_kind_of_failure(monkeypatch):
         def score(self, item):
             raise self.error
 
-    try:
-        for error in (RuntimeError("a"), RuntimeError("b"), TimeoutError("c")):
-            adapter.score_open(MCQ, "front", judge=Failing(error))
-    finally:
-        logger.remove(handler)
+    for error in (RuntimeError("a"), RuntimeError("b"), TimeoutError("c")):
+        adapter.score_open(MCQ, "front", judge=Failing(error))
     assert [w.split(" (")[1].split(")")[0] for w in warnings] == ["RuntimeError: a", "TimeoutError: c"]
 
 

@@ -10,7 +10,6 @@ import json
 import math
 
 import pytest
-from loguru import logger
 
 from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.models import stages
@@ -40,11 +39,8 @@ def grid(cells: dict[tuple[int, int], list[str]]) -> str:
 
 
 @pytest.fixture
-def warnings():
-    messages: list[str] = []
-    handler = logger.add(lambda m: messages.append(m.record["message"]), level="WARNING")
-    yield messages
-    logger.remove(handler)
+def warnings(logged):
+    return logged("WARNING")
 
 
 @pytest.fixture
