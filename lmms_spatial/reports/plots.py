@@ -87,16 +87,20 @@ def _label(row: Row) -> str:
 
 
 def _missing(table: Table, rows: Sequence[Row], columns: Sequence[int]) -> list[str]:
-    """One line per model row with an empty cell among ``columns``: its label, the columns and the reason."""
+    """One line per model row with an empty cell among ``columns``: its label, then each reason after the
+    columns it empties (``a, b (no map stage); c (no such question)``)."""
     out = []
     for row in rows:
         empty = [i for i in columns if row.cells[i].value is None]
-        if empty:
-            reasons = list(dict.fromkeys(row.cells[i].note for i in empty if row.cells[i].note))
-            every = len(empty) == len(columns) > 1
-            which = "every column" if every else ", ".join(table.headers[i] for i in empty)
-            why = f" ({reasons[0]}" + (f"; and {len(reasons) - 1} other reasons" if len(reasons) > 1 else "") + ")"
-            out.append(f"{row.label}: no value for {which}" + (why if reasons else ""))
+        if not empty:
+            continue
+        by_reason: dict[str | None, list[str]] = {}
+        for i in empty:
+            by_reason.setdefault(row.cells[i].note or None, []).append(table.headers[i])
+        if len(empty) == len(columns) > 1 and len(by_reason) == 1:
+            by_reason = {reason: ["every column"] for reason in by_reason}
+        parts = [", ".join(cols) + (f" ({reason})" if reason else "") for reason, cols in by_reason.items()]
+        out.append(f"{row.label}: no value for " + "; ".join(parts))
     return out
 
 

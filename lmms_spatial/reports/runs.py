@@ -252,7 +252,7 @@ class Run:
         if tc.failed:
             return f"{task}: scoring failed ({tc.failed})"
         if tc.map_source == "none":
-            return "no map stage: answered without a map drawn by the model (run it with --model staged)"
+            return "no map: answered without a map drawn by the model (a chat model draws its own; or --model staged)"
         if tc.map_source == "partial":
             return "map stage: only some answers had the model's own map in the conversation"
         judge = tc.judge

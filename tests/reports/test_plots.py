@@ -95,6 +95,19 @@ def test_bar_charts_have_a_y_axis_label_in_percent_and_no_bar_for_a_missing_valu
     assert shown["texts"] == ["Not plotted:\nm: no value for Acc (mmsi_circular not in this run)"]
 
 
+def test_a_model_missing_columns_for_two_reasons_is_listed_with_each_reason_after_its_columns():
+    headers = ["count w/ map", "count w/o map", "dir w/ map", "dir w/o map"]
+    no_map, no_question = "no map stage", "no direction question"
+    cells = [Cell(None, note=no_map), Cell(0.3), Cell(None, note=no_map), Cell(None, note=no_question)]
+    table = Table("t", "T", "src", headers, rows=[Row("m (6/16)", "model", cells, model="m")], scale=1.0)
+    assert plots._missing(table, table.rows, range(4)) == [
+        "m (6/16): no value for count w/ map, dir w/ map (no map stage); dir w/o map (no direction question)"
+    ]
+    table.rows[0].cells[1] = Cell(None, note=no_map)
+    table.rows[0].cells[3] = Cell(None, note=no_map)
+    assert plots._missing(table, table.rows, range(4)) == ["m (6/16): no value for every column (no map stage)"]
+
+
 def test_twenty_models_with_api_ones_get_short_labels_headline_bars_and_a_heatmap(tmp_path, figures):
     """Through the real command (ODI-Bench open-ended only, to keep it quick): one bar per row with short
     labels (marks kept), every column in a heatmap, and the model whose score is NaN listed, not dropped."""

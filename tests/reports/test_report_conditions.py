@@ -288,7 +288,7 @@ def test_with_map_cells_of_a_model_that_drew_no_map_are_empty_and_say_why(tmp_pa
     write_osr_run(tmp_path / "q", STAMP, QWEN)
     md, rows, _ = report(capsys, tmp_path / "out", tmp_path / "q")
     table = section(md, "OSR-Bench Table 3")
-    reason = "no map stage: answered without a map drawn by the model (run it with --model staged)"
+    reason = "no map: answered without a map drawn by the model (a chat model draws its own; or --model staged)"
     for skill in ("counting", "distance", "direction"):
         with_map = cell(rows, "osr_table3", "Qwen2.5-VL-7B-Instruct", f"{skill} w/ map")
         assert (with_map["value"], with_map["note"]) == ("", reason)
