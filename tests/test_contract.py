@@ -23,6 +23,7 @@ from lmms_eval_install import NO_BUILTIN_TASKS, builtin_task_yamls
 
 from lmms_spatial.data.demo import DEMO_BENCHMARKS
 from lmms_spatial.data.registry import BENCHMARKS
+from lmms_spatial.metrics import dori as dori_metrics
 from lmms_spatial.paths import benchmark_keys, tasks_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -352,18 +353,7 @@ def test_the_demo_of_the_benchmark_alone_exits_0_with_its_report(key, demo_run):
 # for a multiple-choice task ("letters") nothing is unparsed and the value is the share of replies equal to
 # the sample's target; where the task wants a map ("not maps") everything is unparsed and scores 0. The
 # unparsed row must show that rate, the chance row the tasks' chance_level, in the table's format.
-_DORI_COARSE = tuple(
-    f"dori_{t}_coarse"
-    for t in (
-        "view_parallelism",
-        "directional_facing",
-        "single_axis_rotation",
-        "compound_rotation",
-        "inter_object_direction",
-        "viewer_scene_direction",
-        "canonical_orientation",
-    )
-)
+_DORI_COARSE = tuple(f"dori_{t}_coarse" for t in dori_metrics.TASKS)
 REPORT_CELLS = {
     "dori": ("DORI Table 2: accuracy per question type (C coarse, G granular)", "Avg. C", _DORI_COARSE, "accuracy",
              1, 100, "letters"),

@@ -82,21 +82,11 @@ FILE_NOT_RUN_UP_TO = (0, 7, 3)
 
 def _single_files_of_ours(requested: list[str]) -> list[str]:
     from lmms_spatial.plugin import _version_tuple, lmms_eval_version
-    from lmms_spatial.plugin.tasks import is_ours
+    from lmms_spatial.plugin.tasks import is_yaml_file_of_ours
 
     if _version_tuple(lmms_eval_version()) > FILE_NOT_RUN_UP_TO:
         return []
-    found = []
-    for entry in requested:
-        if entry.endswith((".yaml", ".yml")) and os.path.isfile(entry):
-            from lmms_eval.utils import load_yaml_config
-
-            try:
-                if is_ours(load_yaml_config(entry)):
-                    found.append(entry)
-            except Exception:  # lmms-eval says what is wrong with the file
-                continue
-    return found
+    return [entry for entry in requested if is_yaml_file_of_ours(entry)]
 
 
 def check_names(requested: list[str], matched: Iterable[str], all_names: Iterable[str]) -> list[str]:

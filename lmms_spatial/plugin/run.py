@@ -357,21 +357,10 @@ def cli_arguments() -> Any:
 
 def _names_ours(tasks: str) -> list[str]:
     """The entries of ``--tasks`` that are ours by their name, or YAML files that run code of ours."""
-    from lmms_spatial.plugin.tasks import is_ours
+    from lmms_spatial.plugin.tasks import is_yaml_file_of_ours
 
-    found = []
-    for entry in (part.strip() for part in tasks.split(",")):
-        if entry in failures.our_task_names():
-            found.append(entry)
-        elif entry.endswith((".yaml", ".yml")) and os.path.isfile(entry):
-            try:
-                from lmms_eval.utils import load_yaml_config
-
-                if is_ours(load_yaml_config(entry)):
-                    found.append(entry)
-            except Exception:  # lmms-eval says what is wrong with the file
-                continue
-    return found
+    entries = (part.strip() for part in tasks.split(","))
+    return [entry for entry in entries if entry in failures.our_task_names() or is_yaml_file_of_ours(entry)]
 
 
 def refuse_cli_mistakes() -> None:

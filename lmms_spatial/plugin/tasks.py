@@ -48,6 +48,19 @@ def is_ours(task_or_config: Any) -> bool:
     return any(_is_our_code(read(name)) for name in CODE_FIELDS)
 
 
+def is_yaml_file_of_ours(entry: str) -> bool:
+    """Whether a ``--tasks`` entry is a YAML file that runs code of ours (:func:`is_ours`); a file lmms-eval
+    cannot read is not ours here (lmms-eval says what is wrong with it)."""
+    if not (entry.endswith((".yaml", ".yml")) and os.path.isfile(entry)):
+        return False
+    from lmms_eval.utils import load_yaml_config
+
+    try:
+        return is_ours(load_yaml_config(entry))
+    except Exception:
+        return False
+
+
 def our_leaves(task_dict: Any) -> list[str]:
     """The tasks of ours in a task dict as lmms-eval's ``get_task_dict`` resolves it (groups nested, leaves
     possibly ``(group, task)`` pairs), by name, sorted."""
