@@ -21,6 +21,10 @@
   ``export`` lines to run the real ``lmms-eval`` CLI on it.
 - ``lmms-spatial card [KEY ...] [--check]``: write each benchmark's ``features()`` into its hub card's
   ``dataset_info`` (``--check``: only compare).
+- ``lmms-spatial doctor [--model X] [--cuda] [--flash-attn]``: the environment checked before a long run, each
+  line ok or the fix (exit 1 when something must be fixed).
+- ``lmms-spatial tested-set --write FILE | --diff FILE``: pin the installed versions as the tested set (after a
+  green run), or list the packages whose versions differ from it.
 - ``lmms-spatial new-task NAME``: scaffold a new benchmark (task folder, metrics, hub card,
   converter, fixture builder, tests) that passes the contract tests as generated.
 """
@@ -243,6 +247,39 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     return status
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from lmms_spatial.doctor import main as doctor
+
+    return doctor(args.model, args.cuda, args.flash_attn, judge=not args.no_judge)
+
+
+def _cmd_tested_set(args: argparse.Namespace) -> int:
+    from lmms_spatial import environment
+
+    now = environment.installed()
+    if args.write:
+        header = [
+            f"The tested set: exact versions of the last fully green resolution, written by `lmms-spatial "
+            f"tested-set --write {args.write}` ({environment.snapshot()['platform']}, Python "
+            f"{environment.snapshot()['python']}).",
+            f"Install exactly it: {environment.INSTALL_TESTED}",
+        ]
+        Path(args.write).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.write).write_text(environment.freeze(now, header), encoding="utf-8")
+        print(f"{len(now)} packages pinned in {args.write}")
+        return 0
+    path = Path(args.diff)
+    if not path.is_file():
+        print(
+            f"lmms-spatial: {path}: no such file (write it with lmms-spatial tested-set --write {path})",
+            file=sys.stderr,
+        )
+        return 2
+    rows = environment.drift(environment.read_constraints(path.read_text(encoding="utf-8")), now)
+    print("\n".join(environment.drift_lines(rows, str(path))))
+    return 1 if rows and args.strict else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lmms-spatial", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"lmms-spatial {__version__}")
@@ -321,6 +358,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prep.add_argument("benchmarks", nargs="*", help="benchmark keys (default: every one with a Hub release)")
     prep.set_defaults(func=_cmd_prepare)
+    doc = sub.add_parser("doctor", help="check the environment before a long run: each line ok or the fix")
+    doc.add_argument("--model", help="also import lmms-eval's model class for this --model (and what it imports)")
+    doc.add_argument("--cuda", action="store_true", help="also check that torch sees a GPU")
+    doc.add_argument("--flash-attn", action="store_true", help="also check flash attention (and CUDA)")
+    doc.add_argument("--no-judge", action="store_true", help="skip the call to the configured LLM judge")
+    doc.set_defaults(func=_cmd_doctor)
+    tested = sub.add_parser("tested-set", help="pin the installed versions (after a green run), or list the drift")
+    which = tested.add_mutually_exclusive_group(required=True)
+    which.add_argument("--write", metavar="FILE", help="write every installed version as pip constraints")
+    which.add_argument("--diff", metavar="FILE", help="list the packages whose versions differ from FILE")
+    tested.add_argument("--strict", action="store_true", help="with --diff: exit 1 when a package differs")
+    tested.set_defaults(func=_cmd_tested_set)
     new = sub.add_parser("new-task", help="scaffold a new benchmark from the template (see CONTRIBUTING.md)")
     new.add_argument("name", help="benchmark key, lower-case snake_case (e.g. orient_bench)")
     new.add_argument("--title", help="display name (default: from the key)")

@@ -61,7 +61,6 @@ def test_a_judge_server_that_does_not_answer_is_named():
 
 
 def test_items_judged_soon_after_the_probe_found_no_server_fail_at_once_naming_it():
-    import time
 
     from lmms_spatial.judge import Judge, JudgeConfig, JudgeUnavailableError, reset_judges
     from lmms_spatial.judge.testing import osr_item
@@ -71,11 +70,10 @@ def test_items_judged_soon_after_the_probe_found_no_server_fail_at_once_naming_i
     env = {"LMMS_SPATIAL_JUDGE": "m", "LMMS_SPATIAL_JUDGE_BASE_URL": url, "LMMS_SPATIAL_JUDGE_CACHE": "off"}
     assert notice(["x"], env=env, timeout=2)
     judge = Judge("osr_negative", JudgeConfig.from_env(env))  # 5 retries: 1 + 2 + 4 + 8 + 16 s of backoff
-    start = time.monotonic()
     try:
         with pytest.raises(JudgeUnavailableError, match="does not answer .* when the run started.*marked unavailable"):
             judge.score(osr_item(1))
-        assert time.monotonic() - start < 5 and judge.stats.retries == 0
+        assert judge.stats.retries == 0  # failed at once: none of the 1 + 2 + 4 + 8 + 16 s of backoff
     finally:
         reset_judges()
 

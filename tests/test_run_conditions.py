@@ -45,6 +45,35 @@ def test_a_replayed_run_keeps_the_label_of_the_run_whose_samples_it_answers_from
     assert entry["replayed_from"] == str(run / "20260101_000000_results.json")
 
 
+def test_a_run_records_the_software_that_produced_it():
+    from importlib.metadata import version
+
+    env = conditions.build(_results(t={}), {})["environment"]
+    assert {name: env["packages"][name] for name in ("lmms-eval", "transformers", "torch")} == {
+        name: version(name) for name in ("lmms-eval", "transformers", "torch")
+    }
+    assert env["lmms-spatial"]["version"] == version("lmms-spatial")
+
+
+def test_a_replay_keeps_the_environment_of_the_run_it_replays_and_adds_its_own_as_the_scorers(tmp_path):
+    run = tmp_path / "qwen"
+    run.mkdir()
+    (run / "20260101_000000_samples_mmsi_vanilla.jsonl").write_text("{}\n")
+    generated = {"python": "3.10.14", "packages": {"lmms-eval": "0.7.0", "transformers": "4.57.1", "torch": "2.8.0"},
+                 "cuda": "12.8", "gpu": "NVIDIA H100 80GB HBM3"}  # fmt: skip
+    (run / "20260101_000000_results.json").write_text(json.dumps({
+        "config": {"model": "qwen2_5_vl", "model_args": "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"},
+        "lmms_spatial": {"schema": 1, "environment": generated}}))  # fmt: skip
+    results = _results(t={})
+    results["config"].update(model="replay", model_args=f"samples={run}")
+    value = conditions.build(results, {})
+    assert value["environment"] == generated
+    assert value["scorer_environment"] == conditions.environments({"name": "x"})["environment"]
+    # a replayed run that recorded no environment: null, not this process's
+    (run / "20260101_000000_results.json").write_text(json.dumps({"config": {"model": "qwen2_5_vl"}}))
+    assert conditions.build(results, {})["environment"] is None
+
+
 # --- the conditions of a run --------------------------------------------------------------------
 
 

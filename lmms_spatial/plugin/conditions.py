@@ -8,7 +8,8 @@ A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
      "model": {"label": "Qwen2.5-VL-7B-Instruct", "name": "qwen2_5_vl", "args": "pretrained=...", "seed": 0},
      "tasks": {"<leaf task>": {"documents": 3, "of": 12, "limit": 3,
                                "judge": {...} | null, "map_source": "own_map" | "none" | null,
-                               "run_options": {...}, "seed": 0}}}
+                               "run_options": {...}, "seed": 0}},
+     "environment": {"python": "3.11.7", "packages": {"lmms-eval": "0.7.3", "transformers": "5.24.0", ...}, ...}}
 
 - ``model.label``: short (the basename of ``pretrained=`` / ``model_version=`` / ``model=``, else the model's
   name), never the whole ``model_args``; a replayed run keeps the label of the run it replays;
@@ -20,7 +21,13 @@ A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
 - ``map_source`` (OSR-Bench's with-map tasks): ``own_map`` when every answer was given with the model's own
   map, ``none`` when none was (the task is unscored), ``partial`` when only some were; null elsewhere;
 - ``run_options``: the :mod:`lmms_spatial.run_options` values in effect (``{}``: defaults);
-- ``seed``: the model's ``seed=`` argument, else lmms-eval's ``--seed``.
+- ``seed``: the model's ``seed=`` argument, else lmms-eval's ``--seed``;
+- ``environment`` (top level): the software that produced the answers, recorded at run time
+  (:func:`lmms_spatial.environment.snapshot`): ``{"python", "platform", "lmms-spatial": {"version", "commit",
+  "dirty"}, "packages": {"lmms-eval", "transformers", "torch", "accelerate", "datasets", "pillow", "numpy",
+  "flash-attn", "vllm" (when imported)}, "cuda", "gpu" (when CUDA was used)}``; ``--model replay`` keeps the
+  environment of the run it replays (null when that run recorded none) and adds its own as
+  ``scorer_environment``.
 
 The judge's counts and ``map_source`` come from the task's aggregated metrics (``judge_failures``,
 ``judge_unparsed``, ``judge_fallback_share``, ``answers_without_map``), which cover every rank of a
@@ -261,7 +268,32 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *,
     for name in empty:
         entries[name] = {"documents": 0, "of": 0, "limit": limit, "judge": None, "map_source": None,
                          "run_options": {}, "seed": model["seed"]}  # fmt: skip
-    return {"schema": SCHEMA, "lmms_spatial_version": __version__, "model": model, "tasks": entries}
+    return {"schema": SCHEMA, "lmms_spatial_version": __version__, "model": model, "tasks": entries,
+            **environments(model)}  # fmt: skip
+
+
+def environments(model: Mapping[str, Any]) -> dict[str, Any]:
+    """``environment``: the software that produced the answers (:func:`lmms_spatial.environment.snapshot`). A
+    replayed run's answers were produced by the run it replays: its recorded environment (null when that run
+    recorded none), and this process's snapshot as ``scorer_environment``."""
+    from lmms_spatial import environment
+
+    here = environment.snapshot()
+    if model.get("name") != "replay":
+        return {"environment": here}
+    return {"environment": recorded_environment(model.get("replayed_from")), "scorer_environment": here}
+
+
+def recorded_environment(results_file: Any) -> dict[str, Any] | None:
+    """The ``environment`` a results file of ours recorded (None for an older file, or none at hand)."""
+    if not results_file:
+        return None
+    try:
+        data = json.loads(open(results_file, encoding="utf-8").read())
+    except (OSError, ValueError):
+        return None
+    found = (data.get(KEY) or {}).get("environment") if isinstance(data, dict) else None
+    return found if isinstance(found, dict) else None
 
 
 EXAMPLE_CHAT_MODEL = "qwen2_5_vl --model_args pretrained=Qwen/Qwen2.5-VL-7B-Instruct"

@@ -153,6 +153,13 @@ def run_failed(exc: BaseException, requested_ours: list[str]) -> None:
     if isinstance(refused, RunRefused):
         add_line(f"lmms-spatial: {refused}")
         return
+    if isinstance(refused, ImportError):  # a package missing or too new for what imports it: name it and the fix
+        from lmms_spatial.environment import import_problem
+
+        problem = import_problem(refused)
+        if problem is not None:
+            add_line(problem.line())
+            return
     cause = describe(exc)
     task = task_of(exc)
     ours = ", ".join(requested_ours)

@@ -159,6 +159,7 @@ def _simple_evaluate(original: Callable) -> Callable:
         call = Call(dict(bound.arguments) if bound is not None else {})
         _CALLS.append(call)
         try:
+            check_environment(call)
             results = original(*args, **kwargs)
         except Exception as exc:
             ours = call.run.ours if call.run is not None else _ours_at_failure(exc, call)
@@ -370,12 +371,39 @@ def refuse_cli_mistakes() -> None:
     tasks = getattr(args, "tasks", None)
     if args is None or not isinstance(tasks, str) or not _names_ours(tasks):
         return
+    refuse_broken_environment()
     try:
         check_limit(getattr(args, "limit", None))
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
         if getattr(args, "limit", None) == 0:  # lmms-eval would go on: load the model, build every task
             raise
+
+
+def refuse_broken_environment() -> None:
+    """An installed package known to stop lmms-eval before its first document (filelock 4 under lmms-eval 0.7.3:
+    :func:`lmms_spatial.environment.problems`) ends the command line now, with one line per package naming the
+    version found and the command that fixes it, instead of lmms-eval's traceback after the model has loaded."""
+    from lmms_spatial import environment
+
+    found = environment.problems()
+    if not found:
+        return
+    for problem in found:
+        failures.add_line(problem.line())
+    raise SystemExit(1)  # not an Exception: lmms-eval's handler would print a traceback over the line
+
+
+def check_environment(call: Call) -> None:
+    """The same check for ``simple_evaluate`` called from Python with a task of ours named: a
+    :class:`~lmms_spatial.plugin.failures.RunRefused` naming the fix, before lmms-eval fails inside."""
+    if not requested_names(call.arguments.get("tasks")) & failures.our_task_names():
+        return
+    from lmms_spatial import environment
+
+    found = environment.problems()
+    if found:
+        raise failures.RunRefused("; ".join(p.line().removeprefix("lmms-spatial: ") for p in found))
 
 
 def patch_evaluator(module) -> None:

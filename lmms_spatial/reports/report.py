@@ -15,10 +15,11 @@ YAML's ``metric_list`` (:mod:`lmms_spatial.reports.layouts`). This module only a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial import environment
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import render
 from lmms_spatial.reports.layouts import benchmark_reports
@@ -76,8 +77,18 @@ def describe_run(run: Run) -> str:
     seed = c.describe_seed(c.tasks)
     if seed != "seed unknown":
         parts.append(seed)
+    parts.append(_software(c.environment))
     source = "" if c.recorded else " (conditions derived from an older results file)"
     return f"- {run.label}: {', '.join(parts)}; `{run.results_file}`{source}"
+
+
+def _software(recorded: Mapping[str, Any] | None) -> str:
+    """``lmms-spatial 0.1.0 @1145c25, lmms-eval 0.7.3, transformers 5.24.0, torch 2.14.1``."""
+    if not recorded:
+        return environment.describe(None)
+    own = recorded.get(environment.OWN) or {}
+    commit = f" @{str(own['commit'])[:7]}{'+' if own.get('dirty') else ''}" if own.get("commit") else ""
+    return f"lmms-spatial {own.get('version') or '?'}{commit}, {environment.describe(recorded)}"
 
 
 def markdown_report(report: dict[str, Any], plots: Sequence[Path] = ()) -> str:

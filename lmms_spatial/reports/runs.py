@@ -8,7 +8,8 @@ footnotes and plots read those values only; nothing is read from disk after load
 Conditions (what produced the numbers): the short model label, the model and its arguments, the
 seed, and per task the documents evaluated against the split's size, the judge (an LLM, the
 rule-based fallback and its share, or none), the map source of map tasks, the run options and
-whether the task had no documents or failed while scoring. A run of ours records them at the top
+whether the task had no documents or failed while scoring; and the software that produced the answers
+(lmms-eval, transformers, torch, ...: runs that differ in it are never pooled). A run of ours records them at the top
 of its results (``"lmms_spatial"``, schema 1: the issue 33 contract); for an older results file the
 same value is derived from what it holds (``config``, ``n-samples``, the samples' score records).
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_spatial import run_options
+from lmms_spatial import environment, run_options
 
 _SEED_ARG = re.compile(r"(^|,)\s*seed\s*=\s*([^,]*)")
 _LABEL_ARGS = ("pretrained", "model_version", "model")  # the model's own name, in this order
@@ -130,6 +131,13 @@ class Conditions:
     random_seed: str | None = None  # lmms-eval --seed (config.random_seed)
     tasks: Mapping[str, TaskConditions] = field(default_factory=dict)
     recorded: bool = False  # read from the results' "lmms_spatial" key (else derived)
+    # the software that produced the answers (lmms_spatial.environment.snapshot); None: not recorded
+    environment: Mapping[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def software(self) -> tuple[tuple[str, str], ...]:
+        """The versions a report compares between rows (lmms-eval, transformers, torch); () when not recorded."""
+        return environment.compared(self.environment)
 
     def task(self, name: str) -> TaskConditions:
         return self.tasks.get(name) or TaskConditions()
@@ -157,7 +165,8 @@ def pool_key(run: Run, tasks: Iterable[str]) -> tuple[Any, ...]:
     """Runs with equal keys differ at most in their seed: they may be pooled as seeds of one model."""
     c = run.conditions
     mine = sorted(set(tasks) & set(run.conditions.tasks))
-    return (run.label if run.labelled else None, c.model, c.args, tuple((t, c.task(t).comparable()) for t in mine))
+    return (run.label if run.labelled else None, c.model, c.args, c.software,
+            tuple((t, c.task(t).comparable()) for t in mine))  # fmt: skip
 
 
 def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
@@ -170,6 +179,8 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
         out.append(f"model {ca.model} vs {cb.model}")
     if ca.args != cb.args:
         out.append(f"model_args {ca.args or '(none)'} vs {cb.args or '(none)'}")
+    if ca.software != cb.software:
+        out.append(f"software {software_difference(ca, cb)}")
     mine = sorted(set(tasks) & (set(ca.tasks) | set(cb.tasks)))
     only_a = [t for t in mine if t in ca.tasks and t not in cb.tasks]
     only_b = [t for t in mine if t in cb.tasks and t not in ca.tasks]
@@ -192,6 +203,15 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
     if not out:
         out.append(f"the same conditions and seed ({ca.describe_seed(mine)}) but different results")
     return out
+
+
+def software_difference(a: Conditions, b: Conditions) -> str:
+    """``transformers 5.24.0 vs 4.57.1``: the compared packages whose versions differ (or were not recorded)."""
+    sa, sb = dict(a.software), dict(b.software)
+    if not sa or not sb:
+        return f"{environment.describe(a.environment)} vs {environment.describe(b.environment)}"
+    return ", ".join(f"{name} {sa.get(name, '?')} vs {sb.get(name, '?')}" for name in environment.COMPARED
+                     if sa.get(name) != sb.get(name))  # fmt: skip
 
 
 def _fraction(tc: TaskConditions) -> str:
@@ -467,6 +487,7 @@ def _overlay(derived: Conditions, recorded: Mapping[str, Any]) -> Conditions:
         random_seed=derived.random_seed if model.get("seed") is None else None,
         tasks=tasks,
         recorded=True,
+        environment=recorded.get("environment") if isinstance(recorded.get("environment"), Mapping) else None,
     )
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lmms_spatial import run_options
+from lmms_spatial import environment, run_options
 from lmms_spatial.metrics.dori import seed_summary
 from lmms_spatial.plugin.empty_tasks import NO_DOCUMENTS
 from lmms_spatial.progress import progress
@@ -603,7 +603,23 @@ def _settings_notes(entries: list[_Entry], tasks: set[str]) -> list[str]:
     if len({tuple(v) for v in seen.values() if v}) > 1:
         notes.append("WARNING: these models were run with different prompt or image settings (above); "
                      "their rows are not directly comparable")  # fmt: skip
+    notes.extend(software_warning(entries))
     return notes
+
+
+def software_warning(entries: list[_Entry]) -> list[str]:
+    """A warning when the rows were produced by different lmms-eval / transformers / torch versions (numbers move
+    with them), naming each row's versions of the packages that differ; rows that recorded none are named too."""
+    software = {e.label: dict(e.runs[0].conditions.software) for e in entries}
+    if len({tuple(sorted(s.items())) for s in software.values()}) <= 1:
+        return []
+    differing = [n for n in environment.COMPARED if len({s.get(n) for s in software.values()}) > 1]
+    rows = "; ".join(
+        f"{label}: " + (", ".join(f"{n} {s.get(n, '?')}" for n in differing) if s else "software not recorded")
+        for label, s in software.items()
+    )
+    return [f"WARNING: these rows were produced with different software ({rows}); numbers can move with these "
+            "versions"]  # fmt: skip
 
 
 def tasks_without_documents(group: Sequence[Run], tasks: set[str]) -> list[str]:

@@ -2,7 +2,6 @@
 
 import hashlib
 import io
-import time
 
 import pytest
 from PIL import Image
@@ -94,10 +93,7 @@ def test_variant_images_are_the_transformed_original(rows):
     assert group["rotate"].size == (120, 160) and group["crop"].size == (120, 90)
 
 
-def test_build_is_fast_and_byte_for_byte_deterministic(tmp_path):
-    start = time.perf_counter()
+def test_build_is_byte_for_byte_deterministic(tmp_path):
     first = build_mmperspective(tmp_path / "a")
-    elapsed = time.perf_counter() - start
     second = build_mmperspective(tmp_path / "b")
     assert hashlib.sha256(first.read_bytes()).digest() == hashlib.sha256(second.read_bytes()).digest()
-    assert elapsed < 2.0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -48,16 +47,16 @@ def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_
         ("dori_canonical_orientation_coarse", "dori"),
     ],
 )
-def test_offline_with_no_data_fails_within_seconds_non_zero_with_one_line(bare_env, tmp_path, task, key):
+def test_offline_with_no_data_fails_at_once_non_zero_with_one_line(bare_env, tmp_path, task, key):
     exe = Path(sys.executable).with_name("lmms-eval")
-    started = time.monotonic()
     proc = subprocess.run(
         [str(exe), "--model", "random_choice", "--tasks", task, "--limit", "1", "--output_path", str(tmp_path / "o")],
         env=bare_env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
-    elapsed = time.monotonic() - started
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"lmms-spatial: {task} failed: DataUnavailable: {key}: offline (HF_HUB_OFFLINE) and ")
     assert BENCHMARKS[key].env_var in last and f"lmms-spatial convert {key}" in last
-    assert elapsed < 60, f"took {elapsed:.0f} s"  # no download retries: the time is lmms-eval's start-up
+    # no download was tried, so none was retried (what made this slow before; no timed assertion: a loaded
+    # machine must not fail it)
+    assert "retry" not in proc.stderr.lower() and "retrying" not in proc.stdout.lower()

@@ -1,0 +1,87 @@
+"""``lmms-spatial doctor``: each line ok or the fix, exit 1 when something must be fixed (lmms_spatial.doctor)."""
+
+from __future__ import annotations
+
+from lmms_spatial import doctor
+from lmms_spatial.doctor import FIX, NOTE, OK, Check
+
+
+def by_what(checks: list[Check]) -> dict[str, Check]:
+    return {c.what: c for c in checks}
+
+
+def test_data_paths_are_checked_where_a_variable_names_one(tmp_path):
+    env = {"LMMS_SPATIAL_MMSI_PATH": str(tmp_path), "LMMS_SPATIAL_DORI_PATH": str(tmp_path / "missing")}
+    checks = by_what(list(doctor.check_data(env)))
+    assert checks["mmsi"] == Check(OK, "mmsi", f"LMMS_SPATIAL_MMSI_PATH={tmp_path}")
+    assert checks["dori"] == Check(
+        FIX, "dori", f"LMMS_SPATIAL_DORI_PATH={str(tmp_path / 'missing')!r}: no such file or folder: point it at the "
+        "data, or unset it to read the release"
+    )  # fmt: skip
+    assert checks["odi_bench"] == Check(
+        NOTE, "odi_bench", "LMMS_SPATIAL_ODI_PATH not set: the release LiuYang66/ODI-Bench is read from the Hub"
+    )
+    assert checks["mmperspective"].detail == (
+        "LMMS_SPATIAL_MMPERSPECTIVE_PATH not set: no public release; its tasks need a local copy "
+        "(lmms-spatial convert mmperspective)"
+    )
+
+
+def test_the_judge_line_follows_the_judge_setting():
+    assert [c.status for c in doctor.check_judge({"LMMS_SPATIAL_JUDGE": "none"})] == [OK]
+    unset = list(doctor.check_judge({}))
+    assert unset[0].status == NOTE and "LMMS_SPATIAL_JUDGE not set" in unset[0].detail
+    # a configured judge whose server does not answer: one probe, and the fix
+    down = list(doctor.check_judge({"LMMS_SPATIAL_JUDGE": "gpt-4o-mini",
+                                    "LMMS_SPATIAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}))  # fmt: skip
+    assert down[0].status == FIX
+    assert down[0].detail.startswith("gpt-4o-mini: http://127.0.0.1:9/v1/models does not answer")
+
+
+def test_offline_variables_are_reported(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import importlib
+
+    import huggingface_hub.constants
+
+    importlib.reload(huggingface_hub.constants)
+    try:
+        checks = list(doctor.check_hub({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "0"}))
+    finally:
+        monkeypatch.delenv("HF_HOME")
+        importlib.reload(huggingface_hub.constants)
+    assert checks[0] == Check(OK, "Hub cache", str(tmp_path / "hf" / "hub"))
+    assert checks[1].detail.startswith("HF_HUB_OFFLINE set: only what is in the Hub cache")
+
+
+def test_an_unknown_model_is_a_fix():
+    [check] = doctor.check_model("no_such_model_xyz")
+    assert check.status == FIX and check.what == "--model no_such_model_xyz"
+
+
+def test_a_model_that_imports_is_ok():
+    assert list(doctor.check_model("random_choice")) == [Check(OK, "--model random_choice", "its class imports")]
+
+
+def test_main_exits_1_with_the_count_when_a_line_is_a_fix(monkeypatch, capsys):
+    checks = [Check(OK, "python", "3.11.7"), Check(FIX, "filelock", "filelock 4.3.1: ...: pip install 'filelock<4'")]
+    monkeypatch.setattr(doctor, "run_checks", lambda *a, **k: checks)
+    assert doctor.main(None, False, False) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "ok   python: 3.11.7",
+        "FIX  filelock: filelock 4.3.1: ...: pip install 'filelock<4'",
+        "1 to fix",
+    ]
+    monkeypatch.setattr(doctor, "run_checks", lambda *a, **k: checks[:1])
+    assert doctor.main(None, False, False) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "ready"
+
+
+def test_drift_from_the_tested_set_is_a_note_naming_the_packages(tmp_path, monkeypatch):
+    tested = tmp_path / "tested.txt"
+    tested.write_text("filelock==3.32.7\ntorch==2.14.1\n")
+    monkeypatch.setattr(doctor.environment, "installed", lambda: {"filelock": "4.3.1", "torch": "2.14.1"})
+    assert list(doctor.check_tested_set(tested)) == [Check(
+        NOTE, "tested set", f"1 packages differ from {tested}: filelock 3.32.7 -> 4.3.1 (to install exactly it: "
+        "pip install -e . -c constraints/tested.txt)")]  # fmt: skip
+    assert list(doctor.check_tested_set(None)) == []
