@@ -153,6 +153,24 @@ def _errors(table: Table, row: Row, columns: Sequence[int]) -> list[list[float]]
     return [lo, hi]
 
 
+ZERO_LABEL = "0"
+
+
+def _mark_zero(ax, at: float, width: float, colour, *, vertical: bool) -> None:
+    """A score of exactly 0 draws a bar of no height, which looks like a model that did not run (a missing value
+    draws nothing and is listed under the plot): a thick stroke at the axis in the bar's colour, labelled 0."""
+    if vertical:
+        ax.plot([at - width / 2, at + width / 2], [0, 0], color=colour, linewidth=3, solid_capstyle="butt",
+                 clip_on=False, zorder=3)  # fmt: skip
+        ax.annotate(ZERO_LABEL, (at, 0), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=6)  # fmt: skip
+    else:
+        ax.plot([0, 0], [at - width / 2, at + width / 2], color=colour, linewidth=3, solid_capstyle="butt",
+                clip_on=False, zorder=3)  # fmt: skip
+        ax.annotate(ZERO_LABEL, (0, at), xytext=(3, 0), textcoords="offset points", ha="left", va="center",
+                    fontsize=6)  # fmt: skip
+
+
 def _grouped_bars(table: Table, path: Path, models: list[Row], refs: list[Row], columns: list[int]) -> Path:
     plt = _plt()
     series = models + refs
@@ -167,6 +185,9 @@ def _grouped_bars(table: Table, path: Path, models: list[Row], refs: list[Row], 
         ax.bar(xs, ys, width, yerr=_errors(table, row, columns) if ours else None, capsize=2, label=_wrap(_label(row)),
                color=colours[k] if ours else "whitesmoke", edgecolor="dimgrey" if not ours else None,
                hatch=None if ours else HATCHES[(k - len(models)) % len(HATCHES)], linewidth=0.5)  # fmt: skip
+        for x, y in zip(xs, ys, strict=True):
+            if y == 0:
+                _mark_zero(ax, x, width, colours[k] if ours else "dimgrey", vertical=True)
     chance = _chance(table)
     if chance is not None:
         for j, i in enumerate(columns):
@@ -197,9 +218,12 @@ def _headline_bars(table: Table, path: Path, models: list[Row], refs: list[Row],
     values = [percent(table, i, r.cells[i].value) for r in shown]
     ax.barh(list(ys), values, height=0.7, color=[colours.get(id(r), "whitesmoke") for r in shown],
             edgecolor=["none" if r.kind == "model" else "dimgrey" for r in shown], linewidth=0.5)  # fmt: skip
-    for bar, row in zip(ax.patches, shown, strict=True):
+    for bar, row in zip(list(ax.patches), shown, strict=True):
         if row.kind == "reference":
             bar.set_hatch("//")
+    for y, (value, row) in enumerate(zip(values, shown, strict=True)):
+        if value == 0:
+            _mark_zero(ax, y, 0.7, colours.get(id(row), "dimgrey"), vertical=False)
     ours = [k for k, r in enumerate(shown) if r.kind == "model"]
     if ours:  # CI / seed error bars, on our rows only
         errors = _errors_rows(table, [shown[k] for k in ours], i)

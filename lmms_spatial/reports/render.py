@@ -115,13 +115,69 @@ _LATEX_ESCAPES = {
     "<": r"\textless{}",
     ">": r"\textgreater{}",
     "–": "--",
+    # what our notes and labels hold beyond ASCII, as pdflatex's default (OT1, utf8 input) can set them
+    "—": "---",
+    "“": "``",
+    "”": "''",
+    "‘": "`",
+    "’": "'",
+    "±": r"$\pm$",
+    "×": r"$\times$",
+    "√": r"$\surd$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "→": r"$\rightarrow$",
+    "−": r"$-$",
+    "·": r"$\cdot$",
+    "…": r"\ldots{}",
+    "°": r"\textdegree{}",
+    "§": r"\S{}",
+    "•": r"\textbullet{}",
+    **{sup: f"\\textsuperscript{{{digit}}}" for digit, sup in zip("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹", strict=True)},
 }
+
+
+def _tex_char(ch: str) -> str:
+    found = _LATEX_ESCAPES.get(ch)
+    if found is not None:
+        return found
+    # Latin letters with accents are set by pdflatex's utf8 input; anything else (CJK, full-width forms) would
+    # stop the compile ("Unicode character not set up for use with LaTeX"): a question mark shows it was there
+    return ch if ord(ch) < 0x250 else "?"
 
 
 def _tex(text: str) -> str:
     """Text for a LaTeX cell: the ten special characters (pandas' ``to_latex`` set) and ``| < >`` as text
-    commands; whitespace collapsed, since a blank line inside a ``tabular`` cell is an error."""
-    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in " ".join(str(text).split()))
+    commands, the symbols our notes use as math or text commands; whitespace collapsed, since a blank line inside
+    a ``tabular`` cell is an error."""
+    return "".join(_tex_char(ch) for ch in " ".join(str(text).split()))
+
+
+# What a document needs to \input report.tex: booktabs for the rules, graphicx to fit a wide or long table to the
+# page. report_standalone.tex is such a document.
+LATEX_PACKAGES = ("booktabs", "graphicx")
+# a table wider than the text is scaled to its width, one taller than this share of the page to this height
+MAX_HEIGHT = "0.75\\textheight"
+
+
+def latex_header() -> str:
+    """The comment at the top of report.tex: what it needs to compile inside your document."""
+    return (
+        "% lmms-spatial report: one table environment per paper table, to \\input into a LaTeX document.\n"
+        f"% Needs in the preamble: \\usepackage{{{','.join(LATEX_PACKAGES)}}} (report_standalone.tex compiles as is).\n"
+        "% Wide or long tables are scaled to fit the text width and 3/4 of the text height.\n"
+    )
+
+
+def latex_document(body_file: str) -> str:
+    """A whole document around ``\\input{body_file}``: compiles with pdflatex as written."""
+    return (
+        "\\documentclass{article}\n"
+        f"\\usepackage{{{','.join(LATEX_PACKAGES)}}}\n"
+        "\\begin{document}\n"
+        f"\\input{{{body_file}}}\n"
+        "\\end{document}\n"
+    )
 
 
 def latex(table: Table, ci: bool = True) -> str:
@@ -135,12 +191,20 @@ def latex(table: Table, ci: bool = True) -> str:
         text = _num(c.value, digits)
         if c.err is not None:
             return f"{text}$\\pm${_num(c.err, digits)}"
-        if ci and c.lo is not None:
-            return f"{text}\\,{{\\scriptsize[{_num(c.lo, digits)}, {_num(c.hi, digits)}]}}"
+        if ci and c.lo is not None:  # the interval under the value, smaller: half the width of one line
+            interval = f"{{\\scriptsize[{_num(c.lo, digits)}, {_num(c.hi, digits)}]}}"
+            return f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{text}\\\\{interval}\\end{{tabular}}"
         return text
 
     lines = [
         f"% {_tex(table.title)} -- source: {' '.join(table.source.split())}",  # one line: a comment
+        "\\begin{table}[htbp]",
+        "\\centering",
+        f"\\caption{{{_tex(table.title)}}}",
+        f"\\label{{tab:{table.key}}}",
+        # the natural size unless wider than the text or taller than MAX_HEIGHT: then scaled to fit (graphicx)
+        f"\\resizebox*{{!}}{{\\ifdim\\totalheight>{MAX_HEIGHT}{MAX_HEIGHT}\\else\\totalheight\\fi}}{{%",
+        "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%",
         "\\begin{tabular}{l" + "r" * len(table.headers) + "}",
         "\\toprule",
         "Model & " + " & ".join(_tex(h) for h in table.headers) + " \\\\",
@@ -154,8 +218,16 @@ def latex(table: Table, ci: bool = True) -> str:
         label = f"\\textit{{{label}}}" if row.kind in ("chance", "unparsed") else label
         lines.append(label + " & " + " & ".join(cell(c) for c in row.cells) + " \\\\")
         previous = row.kind
-    lines += ["\\bottomrule", "\\end{tabular}"]
-    if marks:  # what each empty cell's mark means, under the table
-        notes = "\\\\\n".join(f"\\textsuperscript{{{n}}}~{_tex(reason)}" for reason, n in marks.items())
-        lines.append(f"\\par\\smallskip{{\\footnotesize {notes}\\par}}")
+    lines += ["\\bottomrule", "\\end{tabular}}}"]
+    # under the table, as in the markdown: what the cells hold, what each empty cell's mark means, the notes
+    legend = []
+    if ci:
+        legend.append("Model cells: value, under it [bootstrap 95\\% CI] (per-document resampling); value $\\pm$ "
+                      "std/$\\sqrt{n}$ over seeds.")  # fmt: skip
+    legend += [f"\\textsuperscript{{{n}}}~{_tex(reason)}" for reason, n in marks.items()]
+    legend += [_tex(note) for note in table.notes]
+    if legend:
+        lines.append("\\par\\smallskip{\\footnotesize\\raggedright")
+        lines.append("\\\\\n".join(legend) + "\\par}")
+    lines.append("\\end{table}")
     return "\n".join(lines) + "\n"

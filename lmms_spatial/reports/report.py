@@ -111,7 +111,8 @@ def markdown_report(report: dict[str, Any], plots: Sequence[Path] = ()) -> str:
 
 
 def write(report: dict[str, Any], out: Path, formats: Sequence[str] = FORMATS, plots: bool = True) -> list[Path]:
-    """report.md / report.csv / report.tex and plots/*.png under ``out``; the files written."""
+    """report.md / report.csv / report.tex (+ report_standalone.tex, a document around it) and plots/*.png under
+    ``out``; the files written."""
     out.mkdir(parents=True, exist_ok=True)
     tables: list[Table] = report["tables"]
     written: list[Path] = []
@@ -128,6 +129,8 @@ def write(report: dict[str, Any], out: Path, formats: Sequence[str] = FORMATS, p
         (out / "report.csv").write_text(render.csv_text(tables), encoding="utf-8")
         written.append(out / "report.csv")
     if "latex" in formats:
-        (out / "report.tex").write_text("\n".join(render.latex(t) for t in tables), encoding="utf-8")
-        written.append(out / "report.tex")
+        body = render.latex_header() + "\n".join(render.latex(t) for t in tables)
+        (out / "report.tex").write_text(body, encoding="utf-8")
+        (out / "report_standalone.tex").write_text(render.latex_document("report.tex"), encoding="utf-8")
+        written += [out / "report.tex", out / "report_standalone.tex"]
     return written + pngs

@@ -95,6 +95,20 @@ def test_bar_charts_have_a_y_axis_label_in_percent_and_no_bar_for_a_missing_valu
     assert shown["texts"] == ["Not plotted:\nm: no value for Acc (mmsi_circular not in this run)"]
 
 
+def test_a_score_of_zero_is_drawn_as_a_visible_zero_not_as_no_bar(tmp_path, figures):
+    """A bar of height 0 looks like a model that did not run: a zero gets a stroke at the axis labelled 0, in the
+    grouped bars and in the headline bars alike; a missing value still draws nothing."""
+    table = _table(100.0, 0.0)
+    table.rows.insert(1, Row("n", "model", [Cell(None, note="not in this run")], model="n"))
+    plots._grouped_bars(table, tmp_path / "g.png", table.rows[:2], table.rows[2:], [0])
+    assert [label for label, _ in figures["g.png"]["boxes"]] == ["0"]  # m's zero; n draws nothing
+    plots._headline_bars(table, tmp_path / "h.png", table.rows[:2], table.rows[2:], 0)
+    assert [label for label, _ in figures["h.png"]["boxes"]] == ["0"]
+    plain = _table(100.0, 30.0)
+    plots._grouped_bars(plain, tmp_path / "none.png", plain.rows[:1], plain.rows[1:], [0])
+    assert figures["none.png"]["boxes"] == []  # 30 and the published 50: no zero mark
+
+
 def test_a_model_missing_columns_for_two_reasons_is_listed_with_each_reason_after_its_columns():
     headers = ["count w/ map", "count w/o map", "dir w/ map", "dir w/o map"]
     no_map, no_question = "no map stage", "no direction question"

@@ -16,9 +16,12 @@ QWEN = "pretrained=Qwen/Qwen2.5-VL-7B-Instruct"
 
 
 def environment(transformers: str, *, gpu: bool = True) -> dict:
-    env = {"python": "3.11.7", "platform": "Linux-x86_64",
-           "lmms-spatial": {"version": "0.1.0", "commit": "1145c25aa0b1c2d3", "dirty": False},
-           "packages": {"lmms-eval": "0.7.3", "transformers": transformers, "torch": "2.14.1", "numpy": "2.4.6"}}
+    env = {
+        "python": "3.11.7",
+        "platform": "Linux-x86_64",
+        "lmms-spatial": {"version": "0.1.0", "commit": "1145c25aa0b1c2d3", "dirty": False},
+        "packages": {"lmms-eval": "0.7.3", "transformers": transformers, "torch": "2.14.1", "numpy": "2.4.6"},
+    }
     if gpu:
         env.update(cuda="12.8", gpu="NVIDIA H100 80GB HBM3")
     return env  # fmt: skip
