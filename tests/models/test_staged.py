@@ -10,7 +10,8 @@ from lmms_spatial.models.staged import Staged
 
 
 class FakeChat:
-    """A chat 'model' that records every batch it is given and answers from the last user text."""
+    """A chat 'model' that records every batch it is given and answers from the last user text and the images of
+    the conversation: each image gets its own map, so a map handed to the wrong image shows."""
 
     is_simple = False
 
@@ -25,7 +26,12 @@ class FakeChat:
             _ctx, doc_to_messages, _gen, doc_id, task, split = r.args
             batch.append(doc_to_messages(self.task_dict[task][split][doc_id]))
         self.batches.append(batch)
-        return [f"answer to: {messages[-1]['content'][-1]['text']}" for messages in batch]
+        return [_answer(messages) for messages in batch]
+
+
+def _answer(messages: list[dict]) -> str:
+    images = [part["url"] for m in messages if m["role"] == "user" for part in m["content"] if part["type"] == "image"]
+    return f"answer to: {messages[-1]['content'][-1]['text']}" + (f" [{', '.join(images)}]" if images else "")
 
 
 class FakeSimple(FakeChat):
@@ -81,8 +87,24 @@ def test_one_stage_call_per_distinct_key_all_in_one_batch_then_one_final_batch()
     assert len(stage_batch) == 2  # img-1 and img-2, not 4
     assert [m[-1]["content"][-1]["text"] for m in stage_batch] == ["map please", "map please"]
     assert len(final_batch) == 4
-    assert answers == ["answer to: q1", "answer to: q2", "answer to: q3", "answer to: q4"]
+    assert answers == [
+        "answer to: q1 [img-1]",
+        "answer to: q2 [img-1]",
+        "answer to: q3 [img-2]",
+        "answer to: q4 [img-1]",
+    ]
     assert model.calls == {"stage": 2, "final": 4, "stage_cache_hits": 0}
+
+
+def test_each_final_turn_carries_the_map_of_its_own_image():
+    """q3 asks about img-2: its conversation holds img-2's map, the others img-1's (a map keyed by anything coarser
+    than the image, the task or the chunk, would hand img-1's map to q3)."""
+    model = _model(chunk_size=3)
+    model.generate_until(_requests())
+    finals = [conversation for batch in model.base.batches for conversation in batch if len(conversation) == 3]
+    maps = {c[2]["content"][0]["text"]: c[1]["content"][0]["text"] for c in finals}
+    assert maps == {"q1": "answer to: map please [img-1]", "q2": "answer to: map please [img-1]",
+                    "q3": "answer to: map please [img-2]", "q4": "answer to: map please [img-1]"}  # fmt: skip
 
 
 def test_chunks_bound_the_conversations_held_and_still_make_each_stage_once():
@@ -91,26 +113,37 @@ def test_chunks_bound_the_conversations_held_and_still_make_each_stage_once():
     # document order, 2 at a time: [q1 q2] -> map img-1, finals; [q3 q4] -> map img-2, finals (img-1 reused)
     assert [len(b) for b in model.base.batches] == [1, 2, 1, 2]
     assert model.calls == {"stage": 2, "final": 4, "stage_cache_hits": 0}
-    assert answers == ["answer to: q1", "answer to: q2", "answer to: q3", "answer to: q4"]
+    assert answers == [
+        "answer to: q1 [img-1]",
+        "answer to: q2 [img-1]",
+        "answer to: q3 [img-2]",
+        "answer to: q4 [img-1]",
+    ]
 
 
 def test_answers_come_back_in_request_order_whatever_the_document_order():
     model = _model(chunk_size=3)
     answers = model.generate_until(list(reversed(_requests())))
-    assert answers == ["answer to: q4", "answer to: q3", "answer to: q2", "answer to: q1"]
+    assert answers == [
+        "answer to: q4 [img-1]",
+        "answer to: q3 [img-2]",
+        "answer to: q2 [img-1]",
+        "answer to: q1 [img-1]",
+    ]
 
 
 def test_final_prompt_carries_the_generated_stage_turn_as_the_assistant_message():
     model = _model()
     model.generate_until(_requests())
     final = model.base.batches[1][0]
-    assert final[1] == {"role": "assistant", "content": [{"type": "text", "text": "answer to: map please"}]}
+    assert final[1] == {"role": "assistant", "content": [{"type": "text", "text": "answer to: map please [img-1]"}]}
     assert final[0]["content"][0] == {"type": "image", "url": "img-1"}
 
 
 def test_stage_outputs_are_recorded_for_the_tasks_logs():
     _model().generate_until(_requests())
-    assert stages.stage_result("map", "img-2") == {"key": "img-2", "output": "answer to: map please"}
+    assert stages.stage_result("map", "img-2") == {"key": "img-2", "output": "answer to: map please [img-2]"}
+    assert stages.stage_result("map", "img-1") == {"key": "img-1", "output": "answer to: map please [img-1]"}
 
 
 def test_stage_cache_makes_a_second_run_skip_the_stage(tmp_path):
@@ -119,6 +152,11 @@ def test_stage_cache_makes_a_second_run_skip_the_stage(tmp_path):
     again.generate_until(_requests())
     assert again.calls == {"stage": 0, "final": 4, "stage_cache_hits": 2}
     assert len(again.base.batches) == 1  # only the final turns
+    # each question is given its own image's map from the cache
+    (finals,) = again.base.batches
+    assert [c[1]["content"][0]["text"] for c in finals] == [
+        "answer to: map please [img-1]", "answer to: map please [img-1]", "answer to: map please [img-2]",
+        "answer to: map please [img-1]"]  # fmt: skip
 
 
 def test_a_changed_stage_prompt_is_not_served_from_the_cache(tmp_path):
@@ -170,7 +208,8 @@ def test_a_map_a_resumed_run_did_not_generate_is_read_from_the_stage_cache(tmp_p
     _model(tmp_path).generate_until(_requests())
     stages.clear()  # a new process: its answers come from lmms-eval's response cache, the model is not asked
     again = _model(tmp_path)
-    assert stages.stage_result("map", "img-2") == {"key": "img-2", "output": "answer to: map please"}
+    assert stages.stage_result("map", "img-2") == {"key": "img-2", "output": "answer to: map please [img-2]"}
+    assert stages.stage_result("map", "img-1") == {"key": "img-1", "output": "answer to: map please [img-1]"}
     assert again.base.batches == []
 
 

@@ -1,0 +1,79 @@
+"""``--model random_choice``: a seeded uniform guess over each question's own answers, the same on every run
+(lmms_spatial.models.random_choice, lmms_spatial.data.answer_space). The demo model: its guesses are the demo's
+numbers, so they are pinned here by fast tests, not only through the CLI."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import datasets
+from lmms_eval.api.instance import Instance
+
+from lmms_spatial.data.answer_space import answer_space
+from lmms_spatial.models.random_choice import RandomChoice
+
+
+def model_over(task: str, rows: list[dict], seed: int = 0) -> RandomChoice:
+    model = RandomChoice(seed=seed)
+    model.task_dict = {task: {"test": datasets.Dataset.from_list(rows)}}
+    return model
+
+
+def request(task: str, doc_id: int) -> Instance:
+    return Instance("generate_until", ("prompt", {}, lambda doc: [], doc_id, task, "test"), 0,
+                    {"task": task, "doc_id": doc_id, "repeats": 1})  # fmt: skip
+
+
+def test_each_document_is_answered_from_its_own_options():
+    """Documents with 2, 3, 4 and 16 options (DORI's range): every guess is one of that document's letters,
+    never one of another document's; over 40 passes each document's letters all occur."""
+    rows = [{"options": [f"o{k}" for k in range(n)], "question": "q", "answer": "A"} for n in (2, 3, 4, 16)]
+    seen: dict[int, set[str]] = {i: set() for i in range(4)}
+    for seed in range(40):
+        model = model_over("t", rows, seed)
+        answers = model.generate_until([request("t", i) for i in (3, 0, 2, 1)])  # any order
+        for doc_id, answer in zip((3, 0, 2, 1), answers, strict=True):
+            seen[doc_id].add(answer)
+    assert seen == {0: {"A", "B"}, 1: {"A", "B", "C"}, 2: set("ABCD"), 3: set("ABCDEFGHIJKLMNOP")}
+
+
+def test_a_guess_depends_only_on_seed_task_and_document():
+    model = RandomChoice(seed=3)
+    choices = list("ABCD")
+    first = [model.guess("mmsi_vanilla", i, choices) for i in range(50)]
+    assert first == [RandomChoice(seed=3).guess("mmsi_vanilla", i, choices) for i in range(50)]  # a new process
+    assert first == [random.Random(f"3:mmsi_vanilla:{i}").choice(choices) for i in range(50)]  # no hash involved
+    assert first != [RandomChoice(seed=4).guess("mmsi_vanilla", i, choices) for i in range(50)]
+    assert first != [model.guess("mmsi_cot", i, choices) for i in range(50)]
+    assert first != [model.guess("mmsi_vanilla", i + 1, choices) for i in range(50)]
+
+
+def test_guesses_are_uniform_over_the_options():
+    """4,000 questions of 4 options: each letter 25% +- 2.7 points (4 standard deviations of a binomial share:
+    sqrt(0.25 * 0.75 / 4000) = 0.68 points)."""
+    counts = Counter(RandomChoice(seed=0).guess("t", i, list("ABCD")) for i in range(4000))
+    assert set(counts) == set("ABCD")
+    assert all(abs(n / 4000 - 0.25) < 0.027 for n in counts.values()), counts
+
+
+def test_a_question_without_answers_gets_an_empty_reply():
+    assert RandomChoice().guess("t", 0, []) == ""
+
+
+def test_images_are_never_read_to_guess():
+    rows = [{"options": ["x", "y"], "question": "q", "answer": "A", "image": b"\x89PNG not an image"}]
+    model = model_over("t", rows)
+    assert model.generate_until([request("t", 0)])[0] in {"A", "B"}
+    assert model._text_docs("t", "test").column_names == ["options", "answer", "question"]
+
+
+def test_the_answer_space_of_each_benchmarks_documents():
+    assert answer_space({"options": ["a", "b", "c"]}) == ["A", "B", "C"]  # DORI, ODI-Bench, MMPerspective
+    assert answer_space({"question": "Q\nOptions: A: x, B: y, C: z", "answer": "B"}) == ["A", "B", "C"]  # MMSI
+    assert answer_space({"options": [], "answer": "no"}) == ["Yes", "No"]
+    osr = {"question": "Which is closer to the sofa (bed, lamp, door)?", "answer": "lamp"}
+    assert answer_space({**osr, "skill": "relative_distance"}) == ["bed", "lamp", "door"]
+    assert answer_space({**osr, "skill": "object_counting"}) == [str(i) for i in range(10)]
+    assert len(answer_space({**osr, "skill": "relative_direction"})) == 8
+    assert answer_space({"question": "open?", "answer": "a chair"}) == []
