@@ -70,7 +70,8 @@ def _csv(rows: list[dict]) -> bytes:
 
 
 def osr_release(scenes=("scene-1", "scene-2")) -> dict[str, bytes]:
-    """Two scenes, a map and three questions each (one per skill)."""
+    """Two scenes, a map and three questions each (one per skill); the negative file adds one question per scene
+    about an absent chair."""
     grid = [[[] for _ in range(GRID_SIZE)] for _ in range(GRID_SIZE)]
     grid[0][2], grid[9][9] = ["sofa"], ["door"]
     pool = "We provide the categories to care about in this scene: {sofa, door}. Focus ONLY on these."
@@ -87,7 +88,13 @@ def osr_release(scenes=("scene-1", "scene-2")) -> dict[str, bytes]:
             {"image_id": image, "turn_id": 3, "question": "If I stand by the sofa facing the door, where is the door?",
              "answer": "front", "skills_tested": "relative_direction"},
         ]  # fmt: skip
-    files = {"README.md": b"---\nlicense: mit\n---\n", "qa.csv": _csv(rows), "qa_with_negative.csv": _csv(rows)}
+    # negative sampling adds a question about an object that is not in the room (the two files must differ, so a
+    # converter that reads one file for both configs is caught)
+    negative = rows + [
+        {"image_id": f"data/{scene}/rgb.png", "turn_id": 4, "question": "How many chair(s) are in this room?",
+         "answer": "0", "skills_tested": "object_counting"} for scene in scenes
+    ]  # fmt: skip
+    files = {"README.md": b"---\nlicense: mit\n---\n", "qa.csv": _csv(rows), "qa_with_negative.csv": _csv(negative)}
     files.update({f"data/{scene}/rgb.png": png((40 * i, 90, 160)) for i, scene in enumerate(scenes)})
     # files the tasks do not read (the release ships them per scene): never downloaded
     files.update({f"data/{scene}/cognitive_map.json": b"{}" for scene in scenes})

@@ -46,7 +46,11 @@ def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at
     assert standard["id"] == ["scene-1:1", "scene-1:2", "scene-1:3", "scene-2:1", "scene-2:2", "scene-2:3"]
     first = standard[0]["image"]
     assert first["bytes"] is None and first["path"] == str(snapshot / "data" / "scene-1" / "rgb.png")
-    assert len(datasets.load_dataset(source.path, data_dir="negative")["test"]) == 6
+    negative = datasets.load_dataset(source.path, data_dir="negative")["test"]
+    # the file's order: the absent-chair rows last
+    assert negative["id"] == ["scene-1:1", "scene-1:2", "scene-1:3", "scene-2:1", "scene-2:2", "scene-2:3", "scene-1:4",
+                              "scene-2:4"]  # fmt: skip
+    assert negative[6]["question"] == "How many chair(s) are in this room?" and negative[6]["answer"] == "0"
     marker = json.loads((Path(source.path).parent / MARKER).read_text())
     assert (marker["benchmark"], marker["revision"], marker["commit"]) == ("osr_bench", "main", snapshot.name)
 
