@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import datasets
@@ -164,3 +165,18 @@ def test_conversion_shows_a_bar_over_every_question_row(release, tmp_path, progr
     convert_dori.convert(release, tmp_path / "out")
     (bar,) = progress_bars
     assert (bar.desc, bar.total, bar.n, bar.unit) == ("convert dori", 3, 3, "row")  # 2 JSONL rows + 1 CSV row
+
+
+def test_each_answer_form_of_the_release_is_read_as_its_option_letter():
+    """Letters, 0-based indices as numbers or digit strings, option text; what is none of them is refused."""
+    from lmms_spatial.data.convert.dori import RowError, parse_answer
+
+    options = ["front", "back", "left", "right", "up"]
+    assert [parse_answer(v, options) for v in ("C", "(b)", "d. right", 0, 4.0, "3", "Left", " UP ")] == [
+        "C", "B", "D", "A", "E", "D", "C", "E"]  # fmt: skip
+    assert parse_answer("12", [f"o{i}" for i in range(16)]) == "M"  # two digits: DORI has up to 16 options
+    for bad, why in ((True, "is not a letter, index or option text"), (5, "index 5 is outside the 5 options"),
+                     ("5", "'5' is not a letter, 0-based index or option text"), ("F", "'F' is not a letter"),
+                     ("-1", "'-1' is not a letter")):  # fmt: skip
+        with pytest.raises(RowError, match=re.escape(why)):
+            parse_answer(bad, options)

@@ -116,6 +116,25 @@ def test_missing_image_and_unknown_task_are_reported_with_file_and_field(release
     assert "misc.jsonl:2: field 'task': no task field and the file name 'misc.jsonl' names no ODI-Bench task" in message
 
 
+def test_an_image_named_by_a_file_name_two_panoramas_share_is_refused_naming_both(release, tmp_path):
+    """``0001.jpg`` under images/ and under extra/: which panorama the question is about cannot be known, so the row
+    is refused (a guess would pair a question with another scene's image); a row naming it by its path resolves."""
+    _image(release / "extra" / "0001.jpg", (0, 0, 200))
+    _jsonl(release / "QAs" / "counting.jsonl", [
+        {"id": "c1", "image": "0001.jpg", "question": "How many chairs?", "options": ["1", "2"], "answer": "A"},
+        {"id": "c2", "image": "images/0001.jpg", "question": "How many lamps?", "options": ["1", "2"], "answer": "B"},
+    ])  # fmt: skip
+    with pytest.raises(conv.ConversionError) as err:
+        conv.convert(release, tmp_path / "out")
+    message = str(err.value)
+    assert (f"counting.jsonl:1: field 'image': '0001.jpg' matches 2 files, e.g. {release / 'extra' / '0001.jpg'} "
+            f"and {release / 'images' / '0001.jpg'}") in message  # fmt: skip
+    assert "counting.jsonl:2" not in message  # a path inside the release is not ambiguous
+    # the fixture's existence row names the image by its stem, "0001": ambiguous too; nothing else is refused
+    assert message.startswith("2 QA rows cannot be converted:")
+    assert f"{release / 'QAs' / 'Existence.jsonl'}:1: field 'image': '0001' matches 2 files" in message
+
+
 def test_yes_no_question_with_a_non_yes_no_answer_is_rejected(release, tmp_path):
     _jsonl(release / "QAs" / "existence.jsonl", [{"id": "x", "image": "0001.jpg", "question": "?", "answer": "maybe"}])
     with pytest.raises(conv.ConversionError, match="existence.jsonl:1: field 'answer': a question without options"):
