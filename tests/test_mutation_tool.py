@@ -52,7 +52,23 @@ def test_module_names_are_the_installed_ones():
     assert mutation.package_path("tasks/dori/adapter.py") == "lmms_spatial/tasks/dori/adapter.py"
     assert mutation.module_of("lmms_spatial.metrics.rubrics.base.x_as_text__mutmut_3") == "metrics/rubrics/base.py"
     assert mutation.module_of("lmms_spatial.metrics.odi_bench.x_scored__mutmut_1") == "metrics/odi_bench.py"
-    assert mutation.module_of("lmms_spatial.data.loading.x_resolve__mutmut_1") is None
+    # a module of the package itself (issue 42's scope) keeps its path; a name outside the package is none of ours
+    assert mutation.module_of("lmms_spatial.data.answer_space.x_answer_space__mutmut_1") == (
+        "lmms_spatial/data/answer_space.py"
+    )
+    assert mutation.package_path("lmms_spatial/models/random_choice.py") == "lmms_spatial/models/random_choice.py"
+    assert mutation.module_of("mutants.something.x_f__mutmut_1") is None
+
+
+def test_each_group_is_mutated_against_its_own_tests_and_only_its_tests_enter_its_fingerprints():
+    """The scorers keep the configuration their baseline was recorded with: a group added later does not make every
+    scorer module 'changed' (CI would rerun them all, over its budget)."""
+    assert mutation.group_of("metrics/dori.py").tests == mutation.TESTS
+    answers = mutation.group_of("lmms_spatial/models/random_choice.py")
+    assert answers.name == "answers" and "tests/models/test_random_choice.py" in answers.tests
+    assert mutation.config_fingerprint(mutation.TESTS) == mutation.config_fingerprint()
+    assert mutation.config_fingerprint(answers.tests) != mutation.config_fingerprint()
+    assert {"lmms_spatial/models/random_choice.py", "lmms_spatial/data/answer_space.py"} <= set(mutation.scope(REPO))
 
 
 def test_prompts_and_command_line_plumbing_are_left_out_and_methods_are_kept():

@@ -60,12 +60,6 @@ COMMAND = "python -m lmms_spatial.bench.mutation"
 SCOPE_PATTERNS = ("metrics/*.py", "metrics/rubrics/*.py", "tasks/*/adapter.py")
 
 
-def scope(root: Path) -> list[str]:
-    """The modules in scope under ``root``, sorted (``__init__.py`` files hold no scorer)."""
-    found = {p.relative_to(root).as_posix() for pattern in SCOPE_PATTERNS for p in root.glob(pattern)}
-    return sorted(m for m in found if not m.endswith("/__init__.py"))
-
-
 # functions that compute no score (glob patterns on the function name), left out in every module: the
 # adapters' prompts, images, data-source validation and log lines, and command-line argument plumbing
 # (``main``; what it prints is computed by functions that are mutated). Everything else (gold answers, option
@@ -125,9 +119,47 @@ PYTEST_ARGS = (
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
 
+@dataclass(frozen=True)
+class Group:
+    """Modules mutated against one test selection (mutmut takes one per run): the scorers, and beyond them the code
+    that also decides a reported number (issue 42), each with the fast tests that reach it. A group's tests are
+    part of its modules' fingerprints, so a new group leaves the others' baseline valid."""
+
+    name: str
+    patterns: tuple[str, ...]
+    tests: tuple[str, ...]
+
+
+GROUPS = (
+    Group("scorers", SCOPE_PATTERNS, TESTS),
+    # which answer a model gives without a network: random_choice's guesses (the demo's numbers) and the answer set
+    # each question allows (also the chance levels)
+    Group(
+        "answers",
+        ("lmms_spatial/models/random_choice.py", "lmms_spatial/data/answer_space.py"),
+        ("tests/models/test_random_choice.py", "tests/data/test_sources_and_images.py"),
+    ),
+)
+
+
+def scope(root: Path) -> list[str]:
+    """The modules in scope under ``root``, sorted (``__init__.py`` files hold no scorer)."""
+    found = {p.relative_to(root).as_posix() for g in GROUPS for pattern in g.patterns for p in root.glob(pattern)}
+    return sorted(m for m in found if not m.endswith("/__init__.py"))
+
+
+def group_of(module: str) -> Group:
+    """The group whose patterns match ``module`` (the first, in :data:`GROUPS` order)."""
+    for group in GROUPS:
+        if any(fnmatch.fnmatchcase(module, pattern) for pattern in group.patterns):
+            return group
+    raise KeyError(module)
+
+
 def package_path(module: str) -> str:
-    """``metrics/dori.py`` -> ``lmms_spatial/metrics/dori.py`` (where it sits in the installed layout)."""
-    return f"lmms_spatial/{module}"
+    """``metrics/dori.py`` -> ``lmms_spatial/metrics/dori.py`` (where it sits in the installed layout); a module of
+    the package itself keeps its path."""
+    return module if module.startswith("lmms_spatial/") else f"lmms_spatial/{module}"
 
 
 def dotted(module: str) -> str:
@@ -141,9 +173,9 @@ def module_of(mutant: str) -> str | None:
     A name is ``<module>.<mangled function>__mutmut_<n>``; the mangled function holds no dot.
     """
     parts = mutant.rpartition(".")[0].split(".")
-    if len(parts) < 3 or parts[0] != "lmms_spatial" or parts[1] not in ("metrics", "tasks"):
+    if len(parts) < 3 or parts[0] != "lmms_spatial":
         return None
-    return "/".join(parts[1:]) + ".py"
+    return "/".join(parts[1:] if parts[1] in ("metrics", "tasks") else parts) + ".py"
 
 
 def functions(source: str) -> list[str]:
@@ -236,17 +268,17 @@ def equivalents_text_of(module: str, text: str) -> str:
     return "\n".join(sorted(own))
 
 
-def config_fingerprint() -> str:
-    """What decides which mutants exist and which tests meet them, besides a module's source."""
+def config_fingerprint(tests: tuple[str, ...] = TESTS) -> str:
+    """What decides which mutants exist and which tests meet them, besides a module's source (its group's tests)."""
     from importlib.metadata import version
 
-    config = (version("mutmut"), NOT_SCORING, TESTS, PYTEST_ARGS)
+    config = (version("mutmut"), NOT_SCORING, tests, PYTEST_ARGS)
     return hashlib.sha256(repr(config).encode()).hexdigest()[:16]
 
 
 def fingerprint(module: str, root: Path, equivalents_text: str) -> str:
     """sha256 of the module's source, of its entries in ``equivalent.txt`` and of :func:`config_fingerprint`."""
-    digest = hashlib.sha256(config_fingerprint().encode())
+    digest = hashlib.sha256(config_fingerprint(group_of(module).tests).encode())
     digest.update((root / module).read_bytes())
     digest.update(b"\0")
     digest.update(equivalents_text_of(module, equivalents_text).encode())
@@ -522,6 +554,30 @@ def _again(root: Path, equivalents: dict[str, Equivalent], max_children: int) ->
     return 1 if _print_results(work, results, time.monotonic() - start, max_children) else 0
 
 
+def _run_group(root: Path, work: Path, modules: list[str], tests: tuple[str, ...], equivalents: dict[str, Equivalent],
+               deadline: float | None, args: argparse.Namespace) -> dict[str, ModuleResult] | None:  # fmt: skip
+    """Stage, mutate and test ``modules`` against ``tests``; their results, or None after saying why it failed."""
+    stage(root, work, modules, tests)
+    sources = {m: hashlib.sha256((root / m).read_bytes()).hexdigest() for m in modules}
+    (work / "run.json").write_text(json.dumps({"modules": modules, "sources": sources}), encoding="utf-8")
+    globs = [g for m in modules for g in mutant_globs(m, (root / m).read_text(encoding="utf-8"))]
+    log_path = work / "mutmut.log"
+    with open(log_path, "w", encoding="utf-8") as log:
+        try:
+            run = _mutmut(work, ["run", "--max-children", str(args.max_children), *globs], deadline, log)
+        except subprocess.TimeoutExpired:
+            print(
+                f"mutation: over the {args.budget:.0f} s budget checking {', '.join(modules)}; run "
+                f"`{COMMAND} --changed --update-baseline` locally and commit {BASELINE_FILE}"
+            )
+            return None
+    if run.returncode != 0:
+        print(log_path.read_text(encoding="utf-8")[-4000:])
+        print(f"mutation: mutmut failed (exit {run.returncode}); its log: {log_path}")
+        return None
+    return collect(work, modules, equivalents)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="repository paths (default: every module in scope)")
@@ -576,25 +632,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     work = root / STAGE_DIR
-    stage(root, work, modules, tuple(args.tests or TESTS))
-    sources = {m: hashlib.sha256((root / m).read_bytes()).hexdigest() for m in modules}
-    (work / "run.json").write_text(json.dumps({"modules": modules, "sources": sources}), encoding="utf-8")
-    globs = [g for m in modules for g in mutant_globs(m, (root / m).read_text(encoding="utf-8"))]
-    log_path = work / "mutmut.log"
-    with open(log_path, "w", encoding="utf-8") as log:
-        try:
-            run = _mutmut(work, ["run", "--max-children", str(args.max_children), *globs], deadline, log)
-        except subprocess.TimeoutExpired:
-            print(
-                f"mutation: over the {args.budget:.0f} s budget checking {', '.join(modules)}; run "
-                f"`{COMMAND} --changed --update-baseline` locally and commit {BASELINE_FILE}"
-            )
+    results: dict[str, ModuleResult] = {}
+    for group in GROUPS:  # one mutmut run per test selection; the last group's stage stays for --again
+        members = [m for m in modules if group_of(m) is group]
+        if not members:
+            continue
+        found = _run_group(root, work, members, tuple(args.tests or group.tests), equivalents, deadline, args)
+        if found is None:
             return 1
-    if run.returncode != 0:
-        print(log_path.read_text(encoding="utf-8")[-4000:])
-        print(f"mutation: mutmut failed (exit {run.returncode}); its log: {log_path}")
-        return 1
-    results = collect(work, modules, equivalents)
+        results.update(found)
     failed = _print_results(work, results, time.monotonic() - start, args.max_children)
     if failed:
         return 1

@@ -57,6 +57,29 @@ def test_guesses_are_uniform_over_the_options():
     assert all(abs(n / 4000 - 0.25) < 0.027 for n in counts.values()), counts
 
 
+def test_the_default_seed_is_0_as_the_readme_runs_it():
+    assert RandomChoice().seed == 0
+    assert [RandomChoice().guess("t", i, list("ABCD")) for i in range(20)] == [
+        RandomChoice(seed=0).guess("t", i, list("ABCD")) for i in range(20)
+    ]
+
+
+def test_each_task_reads_its_own_documents_and_seeds_its_own_guesses():
+    """Two tasks in one run: ``b``'s document 0 has 16 options, ``a``'s 2; each is answered from its own split, and
+    the guess is the one its task name seeds."""
+    model = RandomChoice(seed=1)
+    model.task_dict = {
+        "a": {"test": datasets.Dataset.from_list([{"options": ["x", "y"], "question": "q", "answer": "A"}])},
+        "b": {"test": datasets.Dataset.from_list([{"options": [f"o{k}" for k in range(16)], "question": "q",
+                                                   "answer": "A"}])},
+    }  # fmt: skip
+    answers = model.generate_until([request("a", 0), request("b", 0)] * 1)
+    assert answers == [model.guess("a", 0, ["A", "B"]), model.guess("b", 0, list("ABCDEFGHIJKLMNOP"))]
+    seen_b = {model_over("b", [{"options": [f"o{k}" for k in range(16)], "question": "q", "answer": "A"}], s)
+              .generate_until([request("b", 0)])[0] for s in range(60)}  # fmt: skip
+    assert len(seen_b) > 2  # b's own 16 options, not a's two
+
+
 def test_a_question_without_answers_gets_an_empty_reply():
     assert RandomChoice().guess("t", 0, []) == ""
 
@@ -77,3 +100,10 @@ def test_the_answer_space_of_each_benchmarks_documents():
     assert answer_space({**osr, "skill": "object_counting"}) == [str(i) for i in range(10)]
     assert len(answer_space({**osr, "skill": "relative_direction"})) == 8
     assert answer_space({"question": "open?", "answer": "a chair"}) == []
+    assert answer_space({"options": ["the only one"]}) == ["A"]
+
+
+def test_osr_distance_candidates_are_the_first_parenthesised_list_even_when_a_name_holds_parentheses():
+    question = ("Measuring from the closest point of each object, which of these objects (bed, lamp) is the closest "
+                "to the tv (television) in this PANORAMA?")  # fmt: skip
+    assert answer_space({"skill": "relative_distance", "question": question, "answer": "bed"}) == ["bed", "lamp"]
