@@ -45,6 +45,24 @@ def test_a_replayed_run_keeps_the_label_of_the_run_whose_samples_it_answers_from
     assert entry["replayed_from"] == str(run / "20260101_000000_results.json")
 
 
+def test_a_replay_of_two_runs_of_one_model_names_per_task_the_run_its_answers_come_from(tmp_path):
+    config = {"model": "qwen2_5_vl", "model_args": "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"}
+    for stamp, task in (("20260101_000000", "mmsi_vanilla"), ("20260102_000000", "odi_bench_close_existence")):
+        (tmp_path / f"{stamp}_samples_{task}.jsonl").write_text("{}\n")
+        (tmp_path / f"{stamp}_results.json").write_text(json.dumps({"config": config}))
+    results = {"config": {"model": "replay", "model_args": f"samples={tmp_path}"},
+               "n-samples": {"mmsi_vanilla": {"original": 1, "effective": 1},
+                             "odi_bench_close_existence": {"original": 1, "effective": 1}}}  # fmt: skip
+    tasks = {"mmsi_vanilla": {}, "odi_bench_close_existence": {}}
+    built = conditions.build(results, tasks)
+    assert built["model"]["label"] == "Qwen2.5-VL-3B-Instruct"
+    assert "replayed_from" not in built["model"]  # two runs: no one run speaks for every task
+    assert built["tasks"]["mmsi_vanilla"]["replayed_from"] == str(tmp_path / "20260101_000000_results.json")
+    assert built["tasks"]["odi_bench_close_existence"]["replayed_from"] == str(
+        tmp_path / "20260102_000000_results.json"
+    )
+
+
 # --- the conditions of a run --------------------------------------------------------------------
 
 

@@ -11,7 +11,8 @@ A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
                                "run_options": {...}, "seed": 0}}}
 
 - ``model.label``: short (the basename of ``pretrained=`` / ``model_version=`` / ``model=``, else the model's
-  name), never the whole ``model_args``; a replayed run keeps the label of the run it replays;
+  name), never the whole ``model_args``; a replayed run keeps the label of the run it replays, and names it
+  (``replayed_from``: its results file) when all its answers come from one run;
 - ``documents`` / ``of``: documents evaluated (after ``--limit``) / in the split; a task with no documents in the
   release has 0 of 0;
 - ``judge`` (tasks that ask an LLM judge): ``{"kind": "llm", "model", "rubric", "rubric_version", "scored",
@@ -20,7 +21,8 @@ A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
 - ``map_source`` (OSR-Bench's with-map tasks): ``own_map`` when every answer was given with the model's own
   map, ``none`` when none was (the task is unscored), ``partial`` when only some were; null elsewhere;
 - ``run_options``: the :mod:`lmms_spatial.run_options` values in effect (``{}``: defaults);
-- ``seed``: the model's ``seed=`` argument, else lmms-eval's ``--seed``.
+- ``seed``: the model's ``seed=`` argument, else lmms-eval's ``--seed``;
+- ``replayed_from`` (``--model replay``): the results file of the run this task's answers come from.
 
 The judge's counts and ``map_source`` come from the task's aggregated metrics (``judge_failures``,
 ``judge_unparsed``, ``judge_fallback_share``, ``answers_without_map``), which cover every rank of a
@@ -31,7 +33,6 @@ when with-map tasks went unscored for want of a map, or when more than
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -83,30 +84,27 @@ def _model_seed(args: Any, config: Mapping[str, Any]) -> int | None:
         return None
 
 
-def replayed_label(args: Any) -> tuple[str, str] | None:
-    """(label, results file) of the run whose samples ``--model replay`` answers from, when its results file
-    sits next to them; None otherwise."""
-    from lmms_spatial.models.replay import find_samples_files
+def replayed_runs(args: Any) -> dict[str, tuple[str, str]]:
+    """{task: (label, results file) of the run whose samples ``--model replay`` answers it from}, for the tasks
+    whose run has its results file beside its samples; {} otherwise (replay itself refuses runs of different
+    models or settings: :func:`lmms_spatial.models.replay.check_one_model`)."""
+    from lmms_spatial.models.replay import sources
 
     spec = parse_model_args(args).get("samples")
     if not spec:
-        return None
+        return {}
     try:
-        files = find_samples_files(spec)
+        found = sources(spec)
     except (OSError, ValueError):
-        return None
-    for samples in sorted(files.values()):
-        stamp = samples.name.split("_samples_", 1)[0]
-        results = samples.parent / f"{stamp}_results.json"
-        try:
-            data = json.loads(results.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        recorded = (data.get(KEY) or {}).get("model") or {}
-        config = data.get("config") or {}
-        label = recorded.get("label") or model_label(config.get("model"), config.get("model_args"))
-        return str(label), str(results)
-    return None
+        return {}
+    return {task: (run.label, str(run.results)) for task, run in found.items() if run.results is not None}
+
+
+def replayed_label(args: Any) -> tuple[str, str] | None:
+    """(label, results file) of the run whose samples ``--model replay`` answers from, when every task's come
+    from one run with its results file beside them; None otherwise (then each task names its own run)."""
+    found = set(replayed_runs(args).values())
+    return found.pop() if len(found) == 1 else None
 
 
 def model_entry(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,9 +112,11 @@ def model_entry(config: Mapping[str, Any]) -> dict[str, Any]:
     entry: dict[str, Any] = {"label": model_label(name, args), "name": name, "args": args,
                              "seed": _model_seed(args, config)}  # fmt: skip
     if name == "replay":
-        found = replayed_label(args)
-        if found is not None:
-            entry["label"], entry["replayed_from"] = found
+        found = set(replayed_runs(args).values())
+        if len({label for label, _ in found}) == 1:  # one model with the same settings (replay refuses a mixture)
+            entry["label"] = next(iter(found))[0]
+        if len(found) == 1:
+            entry["replayed_from"] = next(iter(found))[1]
     return entry
 
 
@@ -241,6 +241,7 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *,
     counts = results.get("n-samples") or {}
     table = results.get("results") or {}
     samples = results.get("samples") or {}
+    replayed = replayed_runs(config.get("model_args")) if config.get("model") == "replay" else {}
     entries: dict[str, Any] = {}
     for name, info in sorted(tasks.items()):
         n = counts.get(name) or {}
@@ -258,6 +259,8 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *,
             "run_options": options if options is not None else dict(info.get("run_options") or {}),
             "seed": model["seed"],
         }
+        if name in replayed:
+            entries[name]["replayed_from"] = replayed[name][1]
     for name in empty:
         entries[name] = {"documents": 0, "of": 0, "limit": limit, "judge": None, "map_source": None,
                          "run_options": {}, "seed": model["seed"]}  # fmt: skip
