@@ -84,6 +84,12 @@ class ForwardedBar:
         return None
 
 
+def modules_of(model: Any) -> list[str]:
+    """The modules a model's code comes from (its class and the classes it inherits ``generate_until`` from,
+    e.g. lmms-eval's chat classes from the simple ones): where its ``tqdm`` bars are made."""
+    return [cls.__module__ for cls in type(model).__mro__ if cls.__module__ not in ("builtins", "abc")]
+
+
 @contextmanager
 def counting_into(bar: Any, modules: Iterable[str], cap: int | None = None) -> Iterator[_Sink]:
     """While inside: the ``tqdm`` of each module named (a model's, as lmms-eval's models import it) is a

@@ -253,7 +253,7 @@ class Staged(lmms):
         by the base model's own updates instead of a bar of its own called ``Model Responding``."""
         if not instances:
             return []
-        with progress.stage(f"{self.PROGRESS_NAME}: {stage}", len(instances), [type(self.base).__module__]):
+        with progress.stage(f"{self.PROGRESS_NAME}: {stage}", len(instances), progress.modules_of(self.base)):
             return [_text(o) for o in self.base.generate_until(instances)]
 
     def run_stage_jobs(self, jobs: Sequence[StageJob]) -> list[str]:

@@ -215,7 +215,7 @@ def answered_chunk(lm: Any, bar: Any, size: int) -> Any:
     or per batch, as the model counts); what it did not count (answers from the cache) is added after."""
     from lmms_spatial import progress
 
-    return progress.counting_into(bar, [type(lm).__module__], cap=size)
+    return progress.counting_into(bar, progress.modules_of(lm), cap=size)
 
 
 def data_fingerprints(lm: Any, task_names: set[str]) -> dict[str, str]:
