@@ -61,6 +61,8 @@ def test_a_replay_of_two_runs_of_one_model_names_per_task_the_run_its_answers_co
     assert built["tasks"]["odi_bench_close_existence"]["replayed_from"] == str(
         tmp_path / "20260102_000000_results.json"
     )
+    only_mmsi = conditions.build(results, {"mmsi_vanilla": {}})  # the run evaluated MMSI alone: one run answered
+    assert only_mmsi["model"]["replayed_from"] == str(tmp_path / "20260101_000000_results.json")
 
 
 # --- the conditions of a run --------------------------------------------------------------------

@@ -100,22 +100,17 @@ def replayed_runs(args: Any) -> dict[str, tuple[str, str]]:
     return {task: (run.label, str(run.results)) for task, run in found.items() if run.results is not None}
 
 
-def replayed_label(args: Any) -> tuple[str, str] | None:
-    """(label, results file) of the run whose samples ``--model replay`` answers from, when every task's come
-    from one run with its results file beside them; None otherwise (then each task names its own run)."""
-    found = set(replayed_runs(args).values())
-    return found.pop() if len(found) == 1 else None
-
-
-def model_entry(config: Mapping[str, Any]) -> dict[str, Any]:
+def model_entry(config: Mapping[str, Any], tasks: Any = None) -> dict[str, Any]:
+    """The ``model`` value; for a replay, of the runs that answered ``tasks`` (every task found when None)."""
     name, args = config.get("model"), config.get("model_args")
     entry: dict[str, Any] = {"label": model_label(name, args), "name": name, "args": args,
                              "seed": _model_seed(args, config)}  # fmt: skip
     if name == "replay":
-        found = set(replayed_runs(args).values())
+        runs = replayed_runs(args)
+        found = {run for task, run in runs.items() if tasks is None or task in tasks}
         if len({label for label, _ in found}) == 1:  # one model with the same settings (replay refuses a mixture)
             entry["label"] = next(iter(found))[0]
-        if len(found) == 1:
+        if len(found) == 1:  # every task's answers come from one run
             entry["replayed_from"] = next(iter(found))[1]
     return entry
 
@@ -234,7 +229,7 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *,
     from lmms_spatial import __version__
 
     config = results.get("config") or {}
-    model = model_entry(config)
+    model = model_entry(config, tasks)
     limit = config.get("limit")
     if isinstance(limit, float) and limit.is_integer():  # lmms-eval keeps --limit 3 as 3.0
         limit = int(limit)
