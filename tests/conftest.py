@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -376,6 +376,7 @@ class RecordedBar:
     desc: str = ""
     unit: str = ""
     n: int = 0
+    updates: list[int] = field(default_factory=list)  # each update(n), in order: how often the bar moved
 
     def __iter__(self):
         for item in self.iterable:
@@ -384,6 +385,7 @@ class RecordedBar:
 
     def update(self, n: int = 1) -> None:
         self.n += n
+        self.updates.append(n)
 
     def close(self) -> None:
         pass

@@ -65,3 +65,26 @@ def test_an_unknown_name_nowhere_near_ours_keeps_lmms_evals_answer_unless_ours_w
 
 def test_wildcards_and_names_that_were_found_are_not_questioned():
     assert check_names(["mmsi_*", "mmsi_vanilla"], matched=["mmsi_vanilla"], all_names=OURS) == []
+
+
+def test_a_misspelt_name_through_the_python_api_raises_the_clis_did_you_mean():
+    import lmms_eval.evaluator
+
+    from lmms_spatial.plugin.names import UnknownTaskError
+
+    with pytest.raises(KeyError) as raised:  # lmms-eval's own error type, still caught by code that caught it
+        lmms_eval.evaluator.simple_evaluate(model="random_choice", tasks=["mmsi_vanila"], limit=1)
+    assert isinstance(raised.value, UnknownTaskError)
+    assert str(raised.value) == "no task named mmsi_vanila: did you mean mmsi_vanilla?"
+
+
+def test_a_key_error_from_inside_a_task_or_a_name_nowhere_near_ours_stays_lmms_evals():
+    from types import SimpleNamespace
+
+    from lmms_spatial.plugin.names import unknown_task_error
+
+    manager = SimpleNamespace(all_tasks=["mmsi_vanilla", "mme"])
+    assert unknown_task_error(KeyError("answer"), ["mmsi_vanilla"], manager) is None  # a field, not a name given
+    assert unknown_task_error(KeyError("totally_unknown_xyz"), ["totally_unknown_xyz"], manager) is None
+    error = unknown_task_error(KeyError("dorri"), ["mme", "dorri"], manager)
+    assert str(error) == "no task named dorri: did you mean dori?"

@@ -64,14 +64,51 @@ def test_a_replay_keeps_the_environment_of_the_run_it_replays_and_adds_its_own_a
     (run / "20260101_000000_results.json").write_text(json.dumps({
         "config": {"model": "qwen2_5_vl", "model_args": "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"},
         "lmms_spatial": {"schema": 1, "environment": generated}}))  # fmt: skip
-    results = _results(t={})
+    results = _results(mmsi_vanilla={})
     results["config"].update(model="replay", model_args=f"samples={run}")
-    value = conditions.build(results, {})
+    value = conditions.build(results, {"mmsi_vanilla": {}})
     assert value["environment"] == generated
     assert value["scorer_environment"] == conditions.environments({"name": "x"})["environment"]
     # a replayed run that recorded no environment: null, not this process's
     (run / "20260101_000000_results.json").write_text(json.dumps({"config": {"model": "qwen2_5_vl"}}))
-    assert conditions.build(results, {})["environment"] is None
+    assert conditions.build(results, {"mmsi_vanilla": {}})["environment"] is None
+
+
+def test_a_replay_of_two_runs_of_one_model_names_per_task_the_run_its_answers_come_from(tmp_path):
+    config = {"model": "qwen2_5_vl", "model_args": "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"}
+    for stamp, task in (("20260101_000000", "mmsi_vanilla"), ("20260102_000000", "odi_bench_close_existence")):
+        (tmp_path / f"{stamp}_samples_{task}.jsonl").write_text("{}\n")
+        (tmp_path / f"{stamp}_results.json").write_text(json.dumps({"config": config}))
+    results = {"config": {"model": "replay", "model_args": f"samples={tmp_path}"},
+               "n-samples": {"mmsi_vanilla": {"original": 1, "effective": 1},
+                             "odi_bench_close_existence": {"original": 1, "effective": 1}}}  # fmt: skip
+    tasks = {"mmsi_vanilla": {}, "odi_bench_close_existence": {}}
+    built = conditions.build(results, tasks)
+    assert built["model"]["label"] == "Qwen2.5-VL-3B-Instruct"
+    assert "replayed_from" not in built["model"]  # two runs: no one run speaks for every task
+    assert built["tasks"]["mmsi_vanilla"]["replayed_from"] == str(tmp_path / "20260101_000000_results.json")
+    assert built["tasks"]["odi_bench_close_existence"]["replayed_from"] == str(
+        tmp_path / "20260102_000000_results.json"
+    )
+    only_mmsi = conditions.build(results, {"mmsi_vanilla": {}})  # the run evaluated MMSI alone: one run answered
+    assert only_mmsi["model"]["replayed_from"] == str(tmp_path / "20260101_000000_results.json")
+    # neither run recorded its software: the replay's environment is unknown (null), its own is the scorer's
+    assert built["environment"] is None and built["scorer_environment"]["packages"]
+
+
+def test_a_replay_of_two_runs_on_the_same_software_keeps_that_software_as_its_environment(tmp_path):
+    env = {"python": "3.11.7", "packages": {"lmms-eval": "0.7.3", "transformers": "5.24.0", "torch": "2.14.1"}}
+    config = {"model": "qwen2_5_vl", "model_args": "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"}
+    for stamp, task in (("20260101_000000", "mmsi_vanilla"), ("20260102_000000", "odi_bench_close_existence")):
+        (tmp_path / f"{stamp}_samples_{task}.jsonl").write_text("{}\n")
+        (tmp_path / f"{stamp}_results.json").write_text(
+            json.dumps({"config": config, "lmms_spatial": {"environment": env}})
+        )
+    results = {"config": {"model": "replay", "model_args": f"samples={tmp_path}"},
+               "n-samples": {"mmsi_vanilla": {"original": 1, "effective": 1},
+                             "odi_bench_close_existence": {"original": 1, "effective": 1}}}  # fmt: skip
+    built = conditions.build(results, {"mmsi_vanilla": {}, "odi_bench_close_existence": {}})
+    assert built["environment"] == env
 
 
 # --- the conditions of a run --------------------------------------------------------------------

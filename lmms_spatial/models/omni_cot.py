@@ -251,6 +251,8 @@ class DocState:
 class OmniCoT(Staged):
     """See the module docstring; options: :class:`Options` and ``docs/omni_cot.md``."""
 
+    PROGRESS_NAME = "omni_cot"
+
     def __init__(self, base: str, stage_cache: str = "", **kwargs: Any) -> None:
         own = {k: kwargs.pop(k) for k in list(kwargs) if k in Options.__dataclass_fields__}
         self.options = Options.from_args(**own)
@@ -468,7 +470,7 @@ class OmniCoT(Staged):
             if o.grounding and kept:
                 refine.append((n, self._refine_messages(s, kept, first)))
         if refine:
-            answers = self._run([self._instance(states[n].request, m) for n, m in refine])
+            answers = self._run([self._instance(states[n].request, m) for n, m in refine], stage="refined answers")
             self.calls["refine"] += len(refine)
             for (n, _), text in zip(refine, answers, strict=True):
                 finals[n] = text
@@ -497,7 +499,8 @@ class OmniCoT(Staged):
             else:
                 build = {"direct": self._direct, "multiview": self._multiview, "video": self._video}[o.method]
                 prompts = [build(s) if s.erp is not None else self._direct(s) for s in states]
-                finals = self._run([self._instance(s.request, m) for s, m in zip(states, prompts, strict=True)])
+                finals = self._run([self._instance(s.request, m) for s, m in zip(states, prompts, strict=True)],
+                                   stage=f"{o.method} answers")  # fmt: skip
             self.calls["final"] += len(states)
             self.calls["documents"] += len(states)
             for s, final in zip(states, finals, strict=True):

@@ -25,6 +25,7 @@ filtered data would pair answers with other questions).
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -38,6 +39,7 @@ from loguru import logger
 from lmms_spatial import run_options
 from lmms_spatial.models import stages
 from lmms_spatial.models._base import TextOnlyModel
+from lmms_spatial.plugin.failures import RunRefused
 
 _SAMPLES_FILE = re.compile(r"^(?P<stamp>.*?)_samples_(?P<task>.+)\.jsonl$")
 
@@ -58,26 +60,151 @@ def _first_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def find_samples_files(spec: str) -> dict[str, Path]:
-    """{task: newest samples file} for every samples file under the given paths."""
-    found: dict[str, list[Path]] = {}
+@dataclass
+class LoggedRun:
+    """One earlier run a replay may answer from: the samples files of one start stamp in one folder, and the
+    ``<stamp>_results.json`` beside them that says which model gave them, with which settings."""
+
+    stamp: str
+    folder: Path
+    tasks: dict[str, Path] = field(default_factory=dict)  # {task: its samples file}
+    results: Path | None = None
+    label: str = "unknown model (no results file beside the samples)"
+    settings: dict[str, Any] | None = None  # what makes answers differ (:data:`SETTINGS`); None: not known
+
+    @property
+    def name(self) -> str:
+        return str(self.results) if self.results is not None else str(self.folder / f"{self.stamp}_samples_*.jsonl")
+
+
+# the settings of a run that change its answers: two runs that agree on all of them answered as one model
+SETTINGS = ("model", "model_args", "gen_kwargs", "random_seed", "numpy_seed", "torch_seed", "software")
+
+
+class MixedRunsError(RunRefused, ValueError):
+    """The samples hold answers of different models or settings: replaying them would score a mixture under
+    one label. Its message is the run's whole last line."""
+
+
+def _settings(config: dict[str, Any]) -> dict[str, Any]:
+    from lmms_spatial.plugin.conditions import parse_model_args
+
+    out: dict[str, Any] = {}
+    for key in SETTINGS:
+        value = config.get(key)
+        # ``a=1,b=2`` and ``b=2,a=1`` are the same arguments
+        out[key] = sorted(parse_model_args(value).items()) if key in ("model_args", "gen_kwargs") else value
+    return out
+
+
+def _read_results(run: LoggedRun) -> None:
+    """Fill ``run``'s label and settings from its results file, when there is a readable one."""
+    from lmms_spatial.plugin.conditions import KEY, model_label
+
+    results = run.folder / f"{run.stamp}_results.json"
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    config = data.get("config") if isinstance(data, dict) else None
+    if not isinstance(config, dict):
+        return
+    from lmms_spatial.environment import compared
+
+    recorded = (data.get(KEY) or {}).get("model") or {}
+    run.results, run.settings = results, _settings(config)
+    # the lmms-eval / transformers / torch versions that gave the answers (a run of ours records them): answers
+    # of two versions are two runs, never one model's
+    run.settings["software"] = [list(pair) for pair in compared((data.get(KEY) or {}).get("environment"))]
+    run.label = str(recorded.get("label") or model_label(config.get("model"), config.get("model_args")))
+
+
+def _samples_of(part: str, root: Path) -> list[Path]:
+    if root.is_dir():
+        return sorted(root.rglob("*_samples_*.jsonl"))
+    if root.name.endswith("_results.json"):  # one run: every samples file of its start stamp beside it
+        stamp = root.name[: -len("_results.json")]
+        files = sorted(f for f in root.parent.glob(f"{glob.escape(stamp)}_samples_*.jsonl"))
+        if not files:
+            raise FileNotFoundError(f"replay: no samples files beside {part} (was the run made with --log_samples?)")
+        return files
+    return [root]
+
+
+def find_runs(spec: str) -> list[LoggedRun]:
+    """Every run whose samples files are under the given paths (files, folders searched recursively, or a run's
+    ``_results.json``, joined with ``:``), oldest first."""
+    runs: dict[tuple[Path, str], LoggedRun] = {}
     for part in filter(None, spec.split(os.pathsep)):
         root = Path(part).expanduser()
         if not root.exists():
             raise FileNotFoundError(f"replay: samples path {part!r} does not exist")
-        files = [root] if root.is_file() else sorted(root.rglob("*_samples_*.jsonl"))
-        for f in files:
+        for f in _samples_of(part, root):
             m = _SAMPLES_FILE.match(f.name)
             if not m:
                 raise ValueError(f"replay: {f} is not named <date>_samples_<task>.jsonl")
-            found.setdefault(m.group("task"), []).append(f)
-    chosen = {}
-    for task, files in found.items():
-        files = sorted(files, key=lambda p: (p.name, str(p)))
-        if len(files) > 1:
-            logger.warning(f"replay: {len(files)} samples files for task {task}; using the newest, {files[-1]}")
-        chosen[task] = files[-1]
+            run = runs.get((f.parent, m.group("stamp")))
+            if run is None:
+                run = runs[(f.parent, m.group("stamp"))] = LoggedRun(m.group("stamp"), f.parent)
+                _read_results(run)
+            run.tasks[m.group("task")] = f
+    return sorted(runs.values(), key=lambda r: (r.stamp, str(r.folder)))
+
+
+def _differences(runs: list[LoggedRun]) -> list[str]:
+    if any(r.settings is None for r in runs):
+        return ["no results file beside some of them says which model gave them"]
+    return [key for key in SETTINGS if len({json.dumps(r.settings[key], default=str) for r in runs}) > 1]
+
+
+def _describe(run: LoggedRun) -> str:
+    settings = run.settings or {}
+    args = ",".join(f"{k}={v}" for k, v in settings.get("model_args") or [])
+    gen = ",".join(f"{k}={v}" for k, v in settings.get("gen_kwargs") or [])
+    software = ", ".join(f"{name} {version}" for name, version in settings.get("software") or [])
+    what = " ".join(x for x in (str(settings.get("model") or ""), args, f"gen_kwargs {gen}" if gen else "",
+                                f"on {software}" if software else "") if x)  # fmt: skip
+    return f"{run.label}{f' ({what})' if what else ''}: {run.name}, tasks {', '.join(sorted(run.tasks))}"
+
+
+def check_one_model(spec: str, runs: list[LoggedRun]) -> None:
+    """Refuse samples of several runs that differ in model or settings (:class:`MixedRunsError`)."""
+    if len(runs) < 2:
+        return
+    differ = _differences(runs)
+    if not differ:
+        return
+    newest = runs[-1]
+    example = newest.results or os.pathsep.join(str(f) for _, f in sorted(newest.tasks.items()))
+    raise MixedRunsError(
+        f"replay: samples={spec} holds {len(runs)} runs of different models or settings ({', '.join(differ)}), "
+        f"which would be scored as one model: "
+        + "; ".join(_describe(r) for r in runs)
+        + f". Point samples= at one run: its folder, its _results.json or its samples files (e.g. samples={example})"
+    )
+
+
+def sources(spec: str) -> dict[str, LoggedRun]:
+    """{task: the run whose answers a replay of ``spec`` gives}: the newest run holding the task, once every run
+    found is of one model with the same settings (:func:`check_one_model`)."""
+    runs = find_runs(spec)
+    check_one_model(spec, runs)
+    chosen: dict[str, LoggedRun] = {}
+    for run in runs:  # oldest first: a newer run of the same model and settings wins
+        for task in run.tasks:
+            if task in chosen:
+                logger.warning(
+                    f"replay: task {task} is in {chosen[task].name} and {run.name} (same model and settings); "
+                    f"using the newest, {run.tasks[task]}"
+                )
+            chosen[task] = run
     return chosen
+
+
+def find_samples_files(spec: str) -> dict[str, Path]:
+    """{task: its samples file}, the newest run's, for every samples file under the given paths; samples of
+    runs of different models or settings are refused (:class:`MixedRunsError`)."""
+    return {task: run.tasks[task] for task, run in sources(spec).items()}
 
 
 @dataclass

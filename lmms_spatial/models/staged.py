@@ -41,6 +41,7 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 from loguru import logger
 
+from lmms_spatial import progress
 from lmms_spatial.models import stages
 
 _OWN_ARGS = ("base", "stage_cache", "chunk_size")
@@ -153,6 +154,7 @@ class _OwnGenerate:
 
 class Staged(lmms):
     is_simple = False
+    PROGRESS_NAME = "staged"  # its stage bars: ``staged: <stage>``
 
     def __init__(self, base: str, stage_cache: str = "", chunk_size: int | str = DEFAULT_CHUNK_SIZE,
                  **kwargs: Any) -> None:  # fmt: skip
@@ -246,8 +248,13 @@ class Staged(lmms):
             metadata={"task": task, "doc_id": doc_id, "repeats": 1},
         )
 
-    def _run(self, instances: list[Instance]) -> list[str]:
-        return [_text(o) for o in self.base.generate_until(instances)] if instances else []
+    def _run(self, instances: list[Instance], stage: str = "answers") -> list[str]:
+        """The base model's answers to ``instances``, under a bar named for the stage (``staged: cogmap``), moved
+        by the base model's own updates instead of a bar of its own called ``Model Responding``."""
+        if not instances:
+            return []
+        with progress.stage(f"{self.PROGRESS_NAME}: {stage}", len(instances), progress.modules_of(self.base)):
+            return [_text(o) for o in self.base.generate_until(instances)]
 
     def run_stage_jobs(self, jobs: Sequence[StageJob]) -> list[str]:
         """Outputs of stage jobs, all in one call to the base model: identical jobs (same stage, key and
@@ -270,7 +277,8 @@ class Staged(lmms):
             pending[ident] = (job, cache_key)
         idents = list(pending)
         texts = self._run(
-            [self._instance(pending[i][0].request, pending[i][0].messages, pending[i][0].gen) for i in idents]
+            [self._instance(pending[i][0].request, pending[i][0].messages, pending[i][0].gen) for i in idents],
+            stage=" + ".join(dict.fromkeys(i[0].removeprefix(f"{self.PROGRESS_NAME}_") for i in idents)),
         )
         self.calls["stage"] += len(idents)
         for ident, text in zip(idents, texts, strict=True):
@@ -345,7 +353,8 @@ class Staged(lmms):
             if not pending:
                 break
             idents = list(pending)
-            texts = self._run([self._instance(pending[i][0], pending[i][1]) for i in idents])
+            texts = self._run([self._instance(pending[i][0], pending[i][1]) for i in idents],
+                              stage=" + ".join(dict.fromkeys(i[0] for i in idents)))  # fmt: skip
             self.calls["stage"] += len(idents)
             for ident, text in zip(idents, texts, strict=True):
                 outputs[ident] = text

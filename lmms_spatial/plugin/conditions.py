@@ -12,7 +12,8 @@ A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
      "environment": {"python": "3.11.7", "packages": {"lmms-eval": "0.7.3", "transformers": "5.24.0", ...}, ...}}
 
 - ``model.label``: short (the basename of ``pretrained=`` / ``model_version=`` / ``model=``, else the model's
-  name), never the whole ``model_args``; a replayed run keeps the label of the run it replays;
+  name), never the whole ``model_args``; a replayed run keeps the label of the run it replays, and names it
+  (``replayed_from``: its results file) when all its answers come from one run;
 - ``documents`` / ``of``: documents evaluated (after ``--limit``) / in the split; a task with no documents in the
   release has 0 of 0;
 - ``judge`` (tasks that ask an LLM judge): ``{"kind": "llm", "model", "rubric", "rubric_version", "scored",
@@ -22,6 +23,7 @@ A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
   map, ``none`` when none was (the task is unscored), ``partial`` when only some were; null elsewhere;
 - ``run_options``: the :mod:`lmms_spatial.run_options` values in effect (``{}``: defaults);
 - ``seed``: the model's ``seed=`` argument, else lmms-eval's ``--seed``;
+- ``replayed_from`` (``--model replay``): the results file of the run this task's answers come from;
 - ``environment`` (top level): the software that produced the answers, recorded at run time
   (:func:`lmms_spatial.environment.snapshot`): ``{"python", "platform", "lmms-spatial": {"version", "commit",
   "dirty"}, "packages": {"lmms-eval", "transformers", "torch", "accelerate", "datasets", "pillow", "numpy",
@@ -90,40 +92,34 @@ def _model_seed(args: Any, config: Mapping[str, Any]) -> int | None:
         return None
 
 
-def replayed_label(args: Any) -> tuple[str, str] | None:
-    """(label, results file) of the run whose samples ``--model replay`` answers from, when its results file
-    sits next to them; None otherwise."""
-    from lmms_spatial.models.replay import find_samples_files
+def replayed_runs(args: Any) -> dict[str, tuple[str, str]]:
+    """{task: (label, results file) of the run whose samples ``--model replay`` answers it from}, for the tasks
+    whose run has its results file beside its samples; {} otherwise (replay itself refuses runs of different
+    models or settings: :func:`lmms_spatial.models.replay.check_one_model`)."""
+    from lmms_spatial.models.replay import sources
 
     spec = parse_model_args(args).get("samples")
     if not spec:
-        return None
+        return {}
     try:
-        files = find_samples_files(spec)
+        found = sources(spec)
     except (OSError, ValueError):
-        return None
-    for samples in sorted(files.values()):
-        stamp = samples.name.split("_samples_", 1)[0]
-        results = samples.parent / f"{stamp}_results.json"
-        try:
-            data = json.loads(results.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        recorded = (data.get(KEY) or {}).get("model") or {}
-        config = data.get("config") or {}
-        label = recorded.get("label") or model_label(config.get("model"), config.get("model_args"))
-        return str(label), str(results)
-    return None
+        return {}
+    return {task: (run.label, str(run.results)) for task, run in found.items() if run.results is not None}
 
 
-def model_entry(config: Mapping[str, Any]) -> dict[str, Any]:
+def model_entry(config: Mapping[str, Any], tasks: Any = None) -> dict[str, Any]:
+    """The ``model`` value; for a replay, of the runs that answered ``tasks`` (every task found when None)."""
     name, args = config.get("model"), config.get("model_args")
     entry: dict[str, Any] = {"label": model_label(name, args), "name": name, "args": args,
                              "seed": _model_seed(args, config)}  # fmt: skip
     if name == "replay":
-        found = replayed_label(args)
-        if found is not None:
-            entry["label"], entry["replayed_from"] = found
+        runs = replayed_runs(args)
+        found = {run for task, run in runs.items() if tasks is None or task in tasks}
+        if len({label for label, _ in found}) == 1:  # one model with the same settings (replay refuses a mixture)
+            entry["label"] = next(iter(found))[0]
+        if len(found) == 1:  # every task's answers come from one run
+            entry["replayed_from"] = next(iter(found))[1]
     return entry
 
 
@@ -241,13 +237,14 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *,
     from lmms_spatial import __version__
 
     config = results.get("config") or {}
-    model = model_entry(config)
+    model = model_entry(config, tasks)
     limit = config.get("limit")
     if isinstance(limit, float) and limit.is_integer():  # lmms-eval keeps --limit 3 as 3.0
         limit = int(limit)
     counts = results.get("n-samples") or {}
     table = results.get("results") or {}
     samples = results.get("samples") or {}
+    replayed = replayed_runs(config.get("model_args")) if config.get("model") == "replay" else {}
     entries: dict[str, Any] = {}
     for name, info in sorted(tasks.items()):
         n = counts.get(name) or {}
@@ -265,23 +262,29 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *,
             "run_options": options if options is not None else dict(info.get("run_options") or {}),
             "seed": model["seed"],
         }
+        if name in replayed:
+            entries[name]["replayed_from"] = replayed[name][1]
     for name in empty:
         entries[name] = {"documents": 0, "of": 0, "limit": limit, "judge": None, "map_source": None,
                          "run_options": {}, "seed": model["seed"]}  # fmt: skip
     return {"schema": SCHEMA, "lmms_spatial_version": __version__, "model": model, "tasks": entries,
-            **environments(model)}  # fmt: skip
+            **environments(model, entries)}  # fmt: skip
 
 
-def environments(model: Mapping[str, Any]) -> dict[str, Any]:
+def environments(model: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """``environment``: the software that produced the answers (:func:`lmms_spatial.environment.snapshot`). A
-    replayed run's answers were produced by the run it replays: its recorded environment (null when that run
-    recorded none), and this process's snapshot as ``scorer_environment``."""
+    replayed run's answers were produced by the runs it replays (``replayed_from``, per task): their recorded
+    environment (null when they recorded none, or, which replay refuses, different ones), and this process's
+    snapshot as ``scorer_environment``."""
     from lmms_spatial import environment
 
     here = environment.snapshot()
     if model.get("name") != "replay":
         return {"environment": here}
-    return {"environment": recorded_environment(model.get("replayed_from")), "scorer_environment": here}
+    sources = {model.get("replayed_from")} | {entry.get("replayed_from") for entry in (tasks or {}).values()}
+    found = [recorded_environment(source) for source in sorted(s for s in sources if s)]
+    distinct = {json.dumps(env, sort_keys=True) for env in found}
+    return {"environment": found[0] if len(distinct) == 1 else None, "scorer_environment": here}
 
 
 def recorded_environment(results_file: Any) -> dict[str, Any] | None:

@@ -13,6 +13,10 @@ lmms-eval's own names than to ours. A name nowhere near ours keeps lmms-eval's b
 
 A YAML file of ours given to ``--tasks`` (lmms-eval 0.7.0-0.7.3 load it, then report it not found) gets the
 same: exit 1, naming the way that runs (its folder).
+
+Through the Python API (``lmms_eval.evaluator.simple_evaluate(tasks=["mmsi_vanila"], ...)``) lmms-eval raises a
+bare ``KeyError: 'mmsi_vanila'`` while building the tasks; the same names get :class:`UnknownTaskError` (a
+``KeyError``) whose message is the CLI's line (:func:`unknown_task_error`).
 """
 
 from __future__ import annotations
@@ -132,3 +136,30 @@ def patch_match_tasks(module) -> None:
     match_tasks._lmms_spatial = True
     match_tasks.__wrapped__ = original
     module.TaskManager.match_tasks = match_tasks
+
+
+class UnknownTaskError(KeyError):
+    """A task name lmms-eval has no task for, said as the CLI says it (``no task named mmsi_vanila: did you mean
+    mmsi_vanilla?``). A ``KeyError``, as lmms-eval's own, so code that caught that still catches this."""
+
+    def __str__(self) -> str:  # KeyError's own quotes the message as a key
+        return str(self.args[0]) if self.args else ""
+
+
+def unknown_task_error(exc: KeyError, task_list: object, task_manager: object) -> UnknownTaskError | None:
+    """The error to raise instead of ``exc`` (lmms-eval's ``KeyError: '<name>'`` from ``get_task_dict``), when
+    ``<name>`` is a name given in ``task_list`` that no task has and :func:`check_names` has a line for it; None
+    otherwise (a ``KeyError`` from inside a task, or a name nowhere near ours: lmms-eval's own error stays)."""
+    requested = [task_list] if isinstance(task_list, str) else list(task_list or [])
+    names = [n for n in requested if isinstance(n, str)]
+    all_names = set(getattr(task_manager, "all_tasks", ()) or ())
+    key = exc.args[0] if exc.args else None
+    if key not in names or key in all_names:
+        return None
+    try:
+        lines = check_names(names, [n for n in names if n in all_names], all_names)
+    except Exception:  # never worse than lmms-eval's own error
+        return None
+    if not lines:
+        return None
+    return UnknownTaskError("; ".join(line.removeprefix("lmms-spatial: ") for line in lines))

@@ -197,27 +197,25 @@ def chunks(lm: Any, requests: list, size: int) -> list[list]:
 
 @contextmanager
 def one_progress_bar(lm: Any, total: int) -> Iterator[Any]:
-    """One bar over the whole run; the model's own per-call bar (module-level ``tqdm``) is silenced meanwhile."""
-    from tqdm import tqdm
-
-    module = sys.modules.get(type(lm).__module__)
-    own = getattr(module, "tqdm", None) if module is not None else None
-    swap = own is tqdm
-
-    def silent(*args, **kwargs):
-        kwargs["disable"] = True
-        return tqdm(*args, **kwargs)
+    """One bar over the whole run (requests, with rate and ETA); the model's own per-call bar (module-level
+    ``tqdm``) is not drawn: its updates move this bar (:func:`lmms_spatial.progress.counting_into`)."""
+    from lmms_spatial import progress
 
     rank = getattr(lm, "rank", 0)
-    bar = tqdm(total=total, desc="Model Responding (answers saved as they come)", disable=bool(rank))
-    if swap:
-        module.tqdm = silent
+    bar = progress.tqdm(total=total, desc="Model Responding (answers saved as they come)", disable=bool(rank),
+                        dynamic_ncols=True)  # fmt: skip
     try:
         yield bar
     finally:
-        if swap:
-            module.tqdm = own
         bar.close()
+
+
+def answered_chunk(lm: Any, bar: Any, size: int) -> Any:
+    """While the model answers one chunk of ``size`` requests: its own bar's updates move ``bar`` (per request
+    or per batch, as the model counts); what it did not count (answers from the cache) is added after."""
+    from lmms_spatial import progress
+
+    return progress.counting_into(bar, progress.modules_of(lm), cap=size)
 
 
 def data_fingerprints(lm: Any, task_names: set[str]) -> dict[str, str]:
@@ -260,9 +258,11 @@ def _execute(original):
         answers: list = [unanswered] * len(requests)
         with one_progress_bar(lm, len(requests)) as bar:
             for chunk in chunks(lm, requests, size):
-                for request, answer in zip(chunk, original(self, lm, reqtype, chunk), strict=True):
+                with answered_chunk(lm, bar, len(chunk)) as counted:
+                    got = original(self, lm, reqtype, chunk)
+                for request, answer in zip(chunk, got, strict=True):
                     answers[position[id(request)]] = answer
-                bar.update(len(chunk))
+                counted.take(counted.left or 0)
         missing = [i for i, answer in enumerate(answers) if answer is unanswered]
         if missing:  # never score a request the model was not asked
             raise RuntimeError(f"lmms-spatial: {len(missing)} requests got no answer from the chunked model calls")

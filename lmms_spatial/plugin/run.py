@@ -171,6 +171,9 @@ def _simple_evaluate(original: Callable) -> Callable:
             if call.run is not None:
                 _end(call.run)
         if call.run is not None:
+            from lmms_spatial.plugin.samples import hash_documents
+
+            hash_documents(results, call.run.notes.get("tasks") or {})  # lmms-eval hashes null for every sample
             record_conditions(results, call.run)
         if call.run is not None and isinstance(results, dict):
             kept = call.run.notes.get("answers")
@@ -203,7 +206,17 @@ def record_conditions(results: Any, run: Run) -> None:
 
 def _get_task_dict(original: Callable) -> Callable:
     def get_task_dict(*args, **kwargs):
-        task_dict = original(*args, **kwargs)
+        try:
+            task_dict = original(*args, **kwargs)
+        except KeyError as exc:  # a name lmms-eval has no task for (the Python API; the CLI checks names first)
+            from lmms_spatial.plugin.names import unknown_task_error
+
+            bound = _bind(original, args, kwargs)
+            given = bound.arguments if bound is not None else {}
+            error = unknown_task_error(exc, given.get("task_name_list"), given.get("task_manager"))
+            if error is None:
+                raise
+            raise error from exc
         if _CALLS:  # inside simple_evaluate: the run's tasks, whole
             recognise(task_dict)
         return task_dict

@@ -331,3 +331,12 @@ def test_filter_ratio_report(tmp_path):
         "changed": 2,
     }
     assert "| odi_bench_close_a | 2 | 4 | 2 | 2 | 50.00% | 2 | 2 |" in oc.format_report(found)
+
+
+def test_each_round_shows_a_bar_named_for_its_stages_over_its_model_requests(progress_bars):
+    _run()
+    assert [(b.desc, b.total, b.n, b.unit) for b in progress_bars] == [
+        ("omni_cot: caption + grounding", 2 * 6 + 2, 14, "request"),
+        ("omni_cot: first + relevance", 2 + 2 * 2, 6, "request"),
+        ("omni_cot: refined answers", 2, 2, "request"),
+    ]

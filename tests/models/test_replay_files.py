@@ -29,17 +29,71 @@ def test_raw_resps_win_over_filtered_ones(tmp_path):
     }
 
 
+def _results(folder, stamp, model="random_choice", model_args="seed=0", **config):
+    """The ``<stamp>_results.json`` lmms-eval writes beside a run's samples: what the replay reads of it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    body = {"config": {"model": model, "model_args": model_args, "gen_kwargs": "", "random_seed": 0, **config}}
+    (folder / f"{stamp}_results.json").write_text(json.dumps(body))
+    return folder / f"{stamp}_results.json"
+
+
 def test_a_folder_is_searched_and_the_task_comes_from_the_file_name(tmp_path):
     (tmp_path / "model").mkdir()
     _write(tmp_path / "model" / "20260101_000000_samples_mmsi_circular.jsonl", [{"doc_id": 0, "resps": ["A"]}])
     _write(tmp_path / "20260101_000000_samples_mmsi_cot.jsonl", [{"doc_id": 0, "resps": ["B"]}])
+    _results(tmp_path / "model", "20260101_000000")
+    _results(tmp_path, "20260101_000000")
     assert sorted(find_samples_files(str(tmp_path))) == ["mmsi_circular", "mmsi_cot"]
 
 
-def test_the_newest_file_of_a_task_is_replayed(tmp_path):
+def test_of_two_runs_of_one_model_with_the_same_settings_the_newest_answers_a_task(tmp_path):
     _write(tmp_path / "20260101_000000_samples_t.jsonl", [{"doc_id": 0, "resps": ["old"]}])
     _write(tmp_path / "20260102_000000_samples_t.jsonl", [{"doc_id": 0, "resps": ["new"]}])
+    _results(tmp_path, "20260101_000000", model_args="seed=0,device=cpu")
+    _results(tmp_path, "20260102_000000", model_args="device=cpu,seed=0")  # the same arguments, in another order
     assert load_responses(find_samples_files(str(tmp_path))) == {("t", 0): "new"}
+
+
+def test_runs_of_different_models_or_seeds_in_one_folder_are_refused_naming_each_run_and_how_to_pick_one(tmp_path):
+    from lmms_spatial.models.replay import MixedRunsError
+    from lmms_spatial.plugin.failures import RunRefused
+
+    for stamp, task in (("20260101_000000", "mmsi_vanilla"), ("20260102_000000", "mmsi_vanilla"),
+                        ("20260103_000000", "odi_x"), ("20260101_000000", "odi_x")):  # fmt: skip
+        _write(tmp_path / f"{stamp}_samples_{task}.jsonl", [{"doc_id": 0, "resps": ["A"]}])
+    first = _results(tmp_path, "20260101_000000", model_args="seed=0")
+    second = _results(tmp_path, "20260102_000000", model_args="seed=1")
+    third = _results(tmp_path, "20260103_000000", model="slow_guess", model_args="seed=7")
+    with pytest.raises(MixedRunsError) as refused:
+        find_samples_files(str(tmp_path))
+    assert isinstance(refused.value, RunRefused)  # the whole last line of the run, exit 1
+    assert str(refused.value) == (
+        f"replay: samples={tmp_path} holds 3 runs of different models or settings (model, model_args), which "
+        f"would be scored as one model: random_choice (random_choice seed=0): {first}, tasks mmsi_vanilla, odi_x; "
+        f"random_choice (random_choice seed=1): {second}, tasks mmsi_vanilla; slow_guess (slow_guess seed=7): "
+        f"{third}, tasks odi_x. Point samples= at one run: its folder, its _results.json or its samples files "
+        f"(e.g. samples={third})"
+    )
+
+
+def test_runs_whose_model_is_unknown_are_not_mixed_either(tmp_path):
+    from lmms_spatial.models.replay import MixedRunsError
+
+    _write(tmp_path / "20260101_000000_samples_t.jsonl", [{"doc_id": 0, "resps": ["old"]}])
+    _write(tmp_path / "20260102_000000_samples_t.jsonl", [{"doc_id": 0, "resps": ["new"]}])
+    with pytest.raises(MixedRunsError, match=r"no results file beside some of them says which model gave them"):
+        find_samples_files(str(tmp_path))
+    one = str(tmp_path / "20260101_000000_samples_t.jsonl")  # one run, named by its samples file
+    assert load_responses(find_samples_files(one)) == {("t", 0): "old"}
+
+
+def test_a_results_file_picks_its_run_out_of_a_folder_of_several(tmp_path):
+    for stamp, answer in (("20260101_000000", "A"), ("20260102_000000", "B")):
+        for task in ("t", "u"):
+            _write(tmp_path / f"{stamp}_samples_{task}.jsonl", [{"doc_id": 0, "resps": [answer]}])
+    first = _results(tmp_path, "20260101_000000", model_args="seed=0")
+    _results(tmp_path, "20260102_000000", model_args="seed=1")
+    assert load_responses(find_samples_files(str(first))) == {("t", 0): "A", ("u", 0): "A"}
 
 
 def test_a_line_that_is_not_a_sample_fails_with_its_location(tmp_path):
@@ -132,3 +186,24 @@ def test_a_sample_with_neither_prompt_nor_document_id_is_refused_unless_warned(t
     with pytest.raises(PromptMismatchError, match="neither their prompt"):
         _replay_without_prompts(tmp_path, bare).generate_until([_request("t", 0, "?")])
     assert _replay_without_prompts(tmp_path, bare, prompt_check="warn").generate_until([_request("t", 0, "?")]) == ["A"]
+
+
+def test_answers_of_one_model_on_different_transformers_are_two_runs_never_one(tmp_path):
+    """The same model and arguments, run under transformers 4.57.1 and 5.24.0: numbers move with the software, so the
+    folder is refused, each run named with its versions."""
+    import json
+
+    from lmms_spatial.models.replay import MixedRunsError
+
+    for stamp, transformers in (("20260101_000000", "4.57.1"), ("20260102_000000", "5.24.0")):
+        _write(tmp_path / f"{stamp}_samples_t.jsonl", [{"doc_id": 0, "resps": ["A"]}])
+        path = _results(tmp_path, stamp, model_args="seed=0")
+        data = json.loads(path.read_text())
+        env = {"packages": {"lmms-eval": "0.7.3", "transformers": transformers, "torch": "2.14.1"}}
+        path.write_text(json.dumps({**data, "lmms_spatial": {"environment": env}}))
+    with pytest.raises(MixedRunsError) as refused:
+        find_samples_files(str(tmp_path))
+    message = str(refused.value)
+    assert "holds 2 runs of different models or settings (software)" in message
+    assert "(random_choice seed=0 on lmms-eval 0.7.3, transformers 4.57.1, torch 2.14.1)" in message
+    assert "(random_choice seed=0 on lmms-eval 0.7.3, transformers 5.24.0, torch 2.14.1)" in message

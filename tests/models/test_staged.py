@@ -225,3 +225,11 @@ def test_in_a_run_that_keeps_its_answers_the_maps_are_kept_beside_them_unless_a_
     on_file = _model()
     on_file.keep_stages_with_answers(tmp_path / "cache.db")  # --use_cache names a database file
     assert on_file.cache.path == tmp_path / "lmms_spatial_stages.sqlite"
+
+
+def test_each_stage_and_the_answers_show_a_bar_of_their_own_named_for_the_stage(progress_bars):
+    _model().generate_until(_requests())
+    assert [(b.desc, b.total, b.n) for b in progress_bars] == [
+        ("staged: map", 2, 2),  # one map per image: img-1, img-2
+        ("staged: answers", 4, 4),
+    ]
