@@ -96,10 +96,10 @@ def _answers_line(results: Any) -> str:
 
 
 def _line(state: dict[str, Any]) -> str:
-    what = ", ".join(state["what"])
-    nor = " (nor its samples files)" if state["samples_skipped"] else ""
-    return (f"lmms-spatial: {what} could not be written into {state['folder']}{nor} ({state['reason']}): free "
-            f"space there or make it writable (or give another --output_path), then run the same command; "
+    items = state["what"] + (["its samples files"] if state["samples_skipped"] else [])
+    what = items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+    return (f"lmms-spatial: {what} could not be written into {state['folder']} ({state['reason']}): free space "
+            f"there or make it writable (or give another --output_path), then run the same command; "
             f"{state['answers']}")  # fmt: skip
 
 
