@@ -162,11 +162,15 @@ def _save_results_aggregated(original):
 
 def _lines_written(path: Path) -> tuple[int, bool]:
     """(whole lines, whether the file ends with one) of a samples file; (0, True) when there is none."""
+    lines, last = 0, b"\n"
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):  # a samples file can be large: read in blocks
+                lines += block.count(b"\n")
+                last = block[-1:]
     except OSError:
         return 0, True
-    return data.count(b"\n"), not data or data.endswith(b"\n")
+    return lines, last == b"\n"
 
 
 def _save_results_samples(original):
