@@ -26,7 +26,10 @@ PATCHES = {
         "lmms_spatial.plugin.tasks:patch_data_retries",
         "lmms_spatial.plugin.isolation:patch_process_results",
     ),
-    "lmms_eval.loggers.evaluation_tracker": ("lmms_spatial.plugin.samples:patch_sample_encoding",),
+    "lmms_eval.loggers.evaluation_tracker": (
+        "lmms_spatial.plugin.samples:patch_sample_encoding",
+        "lmms_spatial.plugin.outputs:patch_result_files",
+    ),
     "lmms_eval.evaluator_utils": ("lmms_spatial.plugin.isolation:patch_task_output",),
     "lmms_eval.caching.response_cache": ("lmms_spatial.plugin.resume:patch_response_cache",),
     "lmms_eval.evaluator": (

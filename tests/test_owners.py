@@ -11,6 +11,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 from lmms_spatial.plugin import owners, resume
 
 HOLD_IN_A_CHILD = (
@@ -89,3 +91,76 @@ def test_a_second_live_run_into_the_very_same_run_folder_is_refused_naming_the_f
     assert run.notes["lock"] is not None
     resume.release(run)
     assert "lock" not in run.notes and owners.live_owner(folder) is None
+
+
+# --- lmms-eval's merge lock (<cache>/runs/.merge.lock): a dead owner's lock is taken over at once ----------------
+
+
+def _dead_pid() -> int:
+    return int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True, timeout=120).stdout)  # fmt: skip
+
+
+def _merge_lock(folder, owner: dict | None):
+    lock = folder / "runs" / ".merge.lock"
+    lock.mkdir(parents=True)
+    (lock / "owner.json").write_text("" if owner is None else json.dumps(owner))
+    return lock
+
+
+def test_a_merge_lock_whose_owner_died_is_taken_over_and_a_live_or_unknown_ones_is_left(tmp_path):
+    here = socket.gethostname()
+    dead = _merge_lock(tmp_path / "dead", {"pid": _dead_pid(), "hostname": here, "created_at": 0})
+    assert owners.take_over_dead_merge_lock(dead)["pid"] > 0 and not dead.exists()
+    live = _merge_lock(tmp_path / "live", {"pid": os.getppid(), "hostname": here, "created_at": 0})
+    elsewhere = _merge_lock(tmp_path / "elsewhere", {"pid": _dead_pid(), "hostname": f"not-{here}", "created_at": 0})
+    just_made = _merge_lock(tmp_path / "just_made", None)  # its owner is writing owner.json right now
+    for lock in (live, elsewhere, just_made):
+        assert owners.take_over_dead_merge_lock(lock) is None and (lock / "owner.json").exists()
+    never_claimed = _merge_lock(tmp_path / "never_claimed", None)
+    os.utime(never_claimed, (1.0, 1.0))  # made long ago, its owner.json never written (the disk was full)
+    assert owners.take_over_dead_merge_lock(never_claimed) == {} and not never_claimed.exists()
+
+
+@pytest.fixture
+def merge_lock_of_a_run_of_ours(monkeypatch):
+    """lmms-eval's ``_merge_lock`` as a run of ours takes it."""
+    import lmms_eval.caching.response_cache as module
+
+    from lmms_spatial.plugin import run
+
+    resume.patch_response_cache(module)  # idempotent: the startup hook has normally done it already
+    monkeypatch.setattr(run, "active", lambda: True)
+    return module
+
+
+def test_a_run_of_ours_merges_at_once_through_a_lock_its_dead_owner_left(tmp_path, merge_lock_of_a_run_of_ours, capsys):
+    dead = _dead_pid()
+    lock = _merge_lock(tmp_path, {"pid": dead, "hostname": socket.gethostname(), "created_at": 0})
+    with merge_lock_of_a_run_of_ours._merge_lock(str(lock), timeout_seconds=0):  # lmms-eval's: TimeoutError at 0 s
+        assert json.loads((lock / "owner.json").read_text())["pid"] == os.getpid()
+    assert not lock.exists()
+    said = f"was left by process {dead} on {socket.gethostname()}, which is no longer running: taken over"
+    assert capsys.readouterr().err == f"lmms-spatial: the answer store's merge lock {lock} {said}\n"
+
+
+def test_a_merge_lock_whose_owner_file_the_full_disk_refused_is_not_left_behind(
+    tmp_path, merge_lock_of_a_run_of_ours, monkeypatch
+):
+    import errno
+
+    module = merge_lock_of_a_run_of_ours
+    lock = tmp_path / "runs" / ".merge.lock"
+    real_touch = module._touch_text
+
+    def full(path, content=""):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(module, "_touch_text", full)
+    with pytest.raises(OSError, match="No space left"):
+        with module._merge_lock(str(lock), timeout_seconds=0):
+            pass
+    assert not lock.exists()  # lmms-eval alone leaves the folder: every later run waits 60 s and never merges
+    monkeypatch.setattr(module, "_touch_text", real_touch)
+    with module._merge_lock(str(lock), timeout_seconds=0):
+        assert lock.is_dir()

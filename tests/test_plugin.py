@@ -407,3 +407,20 @@ def test_our_tasks_are_found_in_nested_groups_and_group_task_pairs():
     }
     assert our_leaves(task_dict) == ["dori_a", "my_tagged"]
     assert our_leaves({"mme": _task("mme", doc_to_text=len)}) == []
+
+
+def test_accelerate_launch_cpu_with_several_processes_is_refused_since_it_starts_one():
+    from lmms_spatial.plugin.run import cpu_processes_lost
+
+    python, script = "/venv/bin/python", "/venv/bin/accelerate"
+    run = ["-m", "lmms_eval", "--model", "random_choice", "--tasks", "mmsi_vanilla"]
+    assert cpu_processes_lost([python, script, "launch", "--cpu", "--num_processes", "2", *run], 1) == 2
+    assert cpu_processes_lost([python, "-m", "accelerate.commands.launch", "--num_processes=4", "--cpu", *run], 1) == 4
+    assert cpu_processes_lost(["/venv/bin/accelerate-launch", "--mixed_precision", "no", "--cpu", "--num_processes",
+                               "3", "/venv/bin/lmms-eval", "--limit", "2"], 1) == 3  # fmt: skip
+    # one process asked for, GPUs, really several ranks, options of the launched program, no launcher: nothing said
+    assert cpu_processes_lost([python, script, "launch", "--cpu", "--num_processes", "1", *run], 1) is None
+    assert cpu_processes_lost([python, script, "launch", "--multi_gpu", "--num_processes", "2", *run], 2) is None
+    assert cpu_processes_lost([python, script, "launch", "--cpu", "--num_processes", "2", *run], 2) is None
+    assert cpu_processes_lost([python, script, "launch", "--num_processes", "2", "train.py", "--cpu"], 1) is None
+    assert cpu_processes_lost(["/bin/bash", "job.sh", "--cpu", "--num_processes", "2"], 1) is None

@@ -2,6 +2,7 @@
 
 - :mod:`.tasks`: our task folder on lmms-eval's task index; which task a failed build belongs to.
 - :mod:`.samples`: samples files written whatever a reply holds.
+- :mod:`.outputs`: each run's own results and samples files; a file that could not be written fails the run.
 - :mod:`.run`: the run-level wrapper (``simple_evaluate`` / ``get_task_dict`` / ``evaluate``): which runs are
   ours (by the tasks lmms-eval resolved), the judge check before generation, decoding ahead of the model, the
   exit status and its last line.

@@ -124,6 +124,15 @@ def add_note(line: str) -> None:
     register_exit()
 
 
+def replace_line(old: str | None, new: str) -> None:
+    """A failure line that grew (one line per thing, naming more of it): ``old`` (if any) gives way to ``new``."""
+    with _lock:
+        if old in _LINES:
+            _LINES[_LINES.index(old)] = new
+            return
+    add_line(new)
+
+
 def notes() -> list[str]:
     with _lock:
         return list(_NOTES)

@@ -127,3 +127,69 @@ def live_owner(folder: Path) -> dict[str, Any] | None:
                 if owner and _pid_alive(owner):
                     return owner
     return None
+
+
+# lmms-eval 0.7.1+'s merge lock: a folder ``<cache>/runs/.merge.lock`` made with ``mkdir``, its ``owner.json``
+# naming the process (``pid``, ``hostname``, ``created_at``). Nothing removes it when its owner dies (a kill
+# during the merge, or a full disk while ``owner.json`` is written: the folder made, the file empty, the
+# error raised before the lock is held): every later run in that cache then waits lmms-eval's 60 s for it and
+# never merges. A lock whose owner is gone is taken over at once.
+MERGE_LOCK_OWNER = "owner.json"
+UNCLAIMED_AFTER_S = 2.0  # a live owner writes owner.json right after its mkdir: a lock unclaimed longer is left
+
+
+def _merge_lock_owner(lock_dir: Path) -> dict[str, Any]:
+    owner = _read(lock_dir / MERGE_LOCK_OWNER)
+    if "hostname" in owner and "host" not in owner:
+        owner["host"] = owner["hostname"]
+    return owner
+
+
+def dead_merge_lock_owner(lock_dir: Path) -> dict[str, Any] | None:
+    """The owner of the merge lock ``lock_dir`` when it is gone (``{}`` when it never said who it was), else
+    ``None`` (no lock, a live owner, or one on another host that cannot be checked from here)."""
+    try:
+        made = lock_dir.stat().st_mtime
+    except OSError:
+        return None
+    owner = _merge_lock_owner(lock_dir)
+    if owner.get("pid") is not None and owner.get("host"):
+        return None if _pid_alive(owner) else owner
+    return {} if time.time() - made > UNCLAIMED_AFTER_S else None
+
+
+def _remove_merge_lock(lock_dir: Path) -> bool:
+    """The lock folder set aside under a name of this process (a rename: of two runs taking over one stale lock,
+    one succeeds) and removed."""
+    aside = lock_dir.with_name(f"{lock_dir.name}.stale-{os.getpid()}")
+    try:
+        lock_dir.rename(aside)
+    except OSError:
+        return False
+    for entry in aside.iterdir() if aside.is_dir() else []:
+        try:
+            entry.unlink()
+        except OSError:
+            pass
+    try:
+        aside.rmdir()
+    except OSError:
+        pass
+    return True
+
+
+def take_over_dead_merge_lock(lock_dir: Path) -> dict[str, Any] | None:
+    """Remove the merge lock ``lock_dir`` when its owner is gone; returns that owner (``{}``: it never said who it
+    was), or ``None`` when the lock was left as it is."""
+    owner = dead_merge_lock_owner(lock_dir)
+    if owner is None or not _remove_merge_lock(lock_dir):
+        return None
+    return owner
+
+
+def drop_half_made_merge_lock(lock_dir: Path) -> None:
+    """After taking the merge lock failed with an error other than waiting (a full disk while its owner file was
+    written): the lock folder this process made is removed, so no later run waits for it."""
+    owner = _merge_lock_owner(lock_dir)
+    if lock_dir.is_dir() and (not owner or owner.get("pid") == os.getpid()):
+        _remove_merge_lock(lock_dir)

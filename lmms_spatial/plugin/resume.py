@@ -35,6 +35,7 @@ fingerprint ``datasets`` gives its loaded documents (it changes with the files).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -392,6 +393,38 @@ def _create(original):
     return classmethod(create)
 
 
+def _merge_lock(original):
+    """lmms-eval's merge lock, taken over at once when its owner is gone (:mod:`.owners`), and never left behind
+    by a failure while it is taken (runs of ours; others keep lmms-eval's)."""
+
+    @contextlib.contextmanager
+    def merge_lock(lock_dir, *args, **kwargs):
+        from lmms_spatial.plugin import owners
+        from lmms_spatial.plugin.run import active
+
+        if not active():
+            with original(lock_dir, *args, **kwargs):
+                yield
+            return
+        owner = owners.take_over_dead_merge_lock(Path(lock_dir))
+        if owner is not None:
+            left = f"left by {owners.describe(owner)}, which is no longer running" if owner else "whose owner never " \
+                   "recorded itself"  # fmt: skip
+            print(f"lmms-spatial: the answer store's merge lock {lock_dir} was {left}: taken over", file=sys.stderr)
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(original(lock_dir, *args, **kwargs))
+            except TimeoutError:
+                raise
+            except OSError:
+                owners.drop_half_made_merge_lock(Path(lock_dir))
+                raise
+            yield
+
+    merge_lock._lmms_spatial = True
+    return merge_lock
+
+
 def patch_response_cache(module) -> None:
     from lmms_spatial.plugin import internal
 
@@ -404,3 +437,6 @@ def patch_response_cache(module) -> None:
     create = cls.__dict__.get("create")
     if isinstance(create, classmethod) and not getattr(create.__func__, "_lmms_spatial", False):
         cls.create = _create(create.__func__)
+    lock = getattr(module, "_merge_lock", None)  # lmms-eval 0.7.1+ (0.7.0 merges nothing)
+    if lock is not None and not getattr(lock, "_lmms_spatial", False):
+        module._merge_lock = _merge_lock(lock)

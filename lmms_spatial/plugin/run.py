@@ -41,6 +41,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lmms_spatial.plugin import failures, internal
@@ -377,6 +378,59 @@ def _names_ours(tasks: str) -> list[str]:
     return [entry for entry in entries if entry in failures.our_task_names() or is_yaml_file_of_ours(entry)]
 
 
+_LAUNCHERS = ("accelerate.commands.launch", "accelerate-launch")
+
+
+def cpu_processes_lost(parent_argv: list[str], world_size: int) -> int | None:
+    """The ``--num_processes`` N > 1 of an ``accelerate launch --cpu`` that started this process as the only one
+    (accelerate 1.x sends ``--cpu`` to its single-process launcher whatever N: measured, docs/reliability.md),
+    else ``None``. ``parent_argv`` is the launching process's command line."""
+    if world_size > 1:
+        return None
+    start = None
+    for i, arg in enumerate(parent_argv):
+        name = os.path.basename(arg)
+        if name in _LAUNCHERS or arg in _LAUNCHERS:
+            start = i + 1
+        elif name == "accelerate" and parent_argv[i + 1 : i + 2] == ["launch"]:
+            start = i + 2
+        if start is not None:
+            break
+    if start is None:
+        return None
+    cpu, wanted = False, 1
+    options = parent_argv[start:]
+    for i, arg in enumerate(options):
+        if arg in {"-m", "--module"} or arg.endswith(".py"):
+            break  # the program launched: its own arguments follow
+        key, _, value = arg.partition("=")
+        if key in {"--cpu", "--use_cpu", "--use-cpu"}:
+            cpu = True
+        elif key in {"--num_processes", "--num-processes"}:
+            value = value or (options[i + 1] if i + 1 < len(options) else "")
+            wanted = int(value) if value.isdigit() else wanted
+    return wanted if cpu and wanted > 1 else None
+
+
+def _parent_argv() -> list[str]:
+    try:
+        raw = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
+    except OSError:  # not Linux: nothing to check
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
+
+
+def check_cpu_data_parallel() -> None:
+    """``accelerate launch --cpu --num_processes N`` starts one process: said before the model loads, not run."""
+    wanted = cpu_processes_lost(_parent_argv(), int(os.environ.get("WORLD_SIZE", "1") or 1))
+    if wanted is not None:
+        raise failures.RunRefused(
+            f"accelerate launch --cpu --num_processes {wanted} starts one process, not {wanted} (accelerate sends "
+            "--cpu to its single-process launcher): drop --num_processes to run on CPU in one process, or run "
+            f"accelerate launch --num_processes {wanted} without --cpu on {wanted} GPUs (data parallel)"
+        )
+
+
 def refuse_cli_mistakes() -> None:
     """At the start of an lmms-eval command line that names tasks of ours: a ``--limit`` that evaluates nothing
     ends it before the model loads. (lmms-eval refuses a negative one itself, but with exit status 0; 0 it runs.)"""
@@ -385,6 +439,11 @@ def refuse_cli_mistakes() -> None:
     if args is None or not isinstance(tasks, str) or not _names_ours(tasks):
         return
     refuse_broken_environment()
+    try:
+        check_cpu_data_parallel()
+    except failures.RunRefused as exc:
+        failures.add_line(f"lmms-spatial: {exc}")
+        raise
     try:
         check_limit(getattr(args, "limit", None))
     except failures.RunRefused as exc:
