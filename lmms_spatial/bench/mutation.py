@@ -139,6 +139,12 @@ GROUPS = (
         ("lmms_spatial/models/random_choice.py", "lmms_spatial/data/answer_space.py"),
         ("tests/models/test_random_choice.py", "tests/data/test_sources_and_images.py"),
     ),
+    # what image an API model is sent: the provider's size rule, and which of two image settings wins
+    Group(
+        "api_images",
+        ("lmms_spatial/data/api_images.py",),
+        ("tests/data/test_api_images.py", "tests/tasks/test_odi_bench_api_images.py"),
+    ),
 )
 
 
