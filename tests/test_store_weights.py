@@ -69,6 +69,9 @@ def test_a_hub_id_is_the_commit_the_local_cache_resolved_it_to(tmp_path, monkeyp
     pinned = "b" * 40
     assert weights.fingerprint(f"pretrained=Qwen/Qwen2.5-VL-7B-Instruct,revision={pinned}").endswith(f"@{pinned}")
     assert weights.fingerprint("pretrained=Org/not-downloaded") == "hub:Org/not-downloaded@unresolved"
+    # model= is vLLM's Hub id or LiteLLM's API model: a Hub id when the cache has it, else a name
+    assert weights.fingerprint("model=Qwen/Qwen2.5-VL-7B-Instruct") == f"hub:Qwen/Qwen2.5-VL-7B-Instruct@{COMMIT}"
+    assert weights.fingerprint("model=anthropic/claude-3-5-sonnet") == "name:anthropic/claude-3-5-sonnet"
 
 
 def test_an_api_model_is_its_model_version_and_a_model_without_weights_has_none():

@@ -18,7 +18,8 @@ by what the argument names:
   ``main`` by default: what an offline run loads; the model is loaded before the store is opened, so an online
   run has just resolved it too); ``hub:<id>@<revision>`` for a 40-hex ``revision=``; ``hub:<id>@unresolved`` when
   the cache holds no ref for it (weights from elsewhere: the key then tells the id only, and the run says so);
-- an API model (``model_version=``): ``api:<model_version>``, the server's name for its weights;
+- an API model (``model_version=``): ``api:<model_version>``, the server's name for its weights; ``model=``
+  (vLLM's Hub id, or LiteLLM's API model) not found locally: ``name:<model>``;
 - nothing that names weights (``random_choice``, ``replay``): ``None``.
 
 Adapters named next to the base (``peft=``, ``lora=``, ``adapter=``, ``adapter_path=``) are fingerprinted the same
@@ -37,6 +38,7 @@ from typing import Any
 WEIGHT_ARGS = ("pretrained", "model_path", "checkpoint", "model", "model_name")  # the first one given names them
 API_ARG = "model_version"
 ADAPTER_ARGS = ("peft", "lora", "adapter", "adapter_path")
+NAME_ARGS = ("model", "model_name")  # a Hub id only when the local cache resolves it, else a name
 WHOLE_FILE_BYTES = 1 << 20
 SAMPLED_BLOCKS = 64
 BLOCK_BYTES = 4096
@@ -59,20 +61,23 @@ def fingerprint(model_args: Any) -> str | None:
     else:
         key = next((k for k in WEIGHT_ARGS if args.get(k)), None)
         if key is not None:
-            parts.append(_of(args[key], args.get("revision", ""), args.get("cache_dir", ""), hub=key != "model_name"))
+            parts.append(_of(args[key], args.get("revision", ""), args.get("cache_dir", ""), key))
     for key in ADAPTER_ARGS:
         if args.get(key):
-            parts.append(f"{key}={_of(args[key], '', args.get('cache_dir', ''), hub=True)}")
+            parts.append(f"{key}={_of(args[key], '', args.get('cache_dir', ''), key)}")
     return ";".join(parts) or None
 
 
-def _of(value: str, revision: str, cache_dir: str, hub: bool) -> str:
+def _of(value: str, revision: str, cache_dir: str, key: str) -> str:
+    """``model=`` names a Hub id (vLLM) or an API model (LiteLLM): a Hub id only when the local cache has it;
+    ``model_name=`` is a name."""
     path = Path(value).expanduser()
     if path.exists():
         return f"local:{local(str(path.resolve()))}"
-    if not hub:
+    commit = hub_commit(value, revision, cache_dir) if key != "model_name" else None
+    if commit is None and key in NAME_ARGS:
         return f"name:{value}"
-    return f"hub:{value}@{hub_commit(value, revision, cache_dir) or 'unresolved'}"
+    return f"hub:{value}@{commit or 'unresolved'}"
 
 
 @functools.lru_cache(maxsize=32)
