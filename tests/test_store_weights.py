@@ -22,9 +22,9 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 @pytest.fixture(autouse=True)
 def fresh():
-    weights.local.cache_clear()
+    weights._local.cache_clear()
     yield
-    weights.local.cache_clear()
+    weights._local.cache_clear()
 
 
 def _checkpoint(folder: Path, seed: int, config: dict | None = None) -> Path:
@@ -52,6 +52,14 @@ def test_the_same_bytes_elsewhere_or_touched_later_have_the_same_fingerprint(tmp
     copy = _checkpoint(tmp_path / "copy", seed=0)
     os.utime(copy / "model.safetensors", (1, 1))  # an old modification time: not part of the fingerprint
     assert weights.fingerprint(f"pretrained={copy}") == a
+
+
+def test_a_checkpoint_rewritten_in_one_process_is_read_again(tmp_path):
+    """A training script calling simple_evaluate after each save: the second call sees the new weights."""
+    folder = tmp_path / "latest"
+    before = weights.fingerprint(f"pretrained={_checkpoint(folder, seed=0)}")
+    after = weights.fingerprint(f"pretrained={_checkpoint(folder, seed=1)}")
+    assert after != before and after == weights.fingerprint(f"pretrained={_checkpoint(tmp_path / 'b', seed=1)}")
 
 
 def test_a_config_of_the_same_size_with_another_value_has_another_fingerprint(tmp_path):

@@ -23,7 +23,8 @@ by what the argument names:
 - nothing that names weights (``random_choice``, ``replay``): ``None``.
 
 Adapters named next to the base (``peft=``, ``lora=``, ``adapter=``, ``adapter_path=``) are fingerprinted the same
-way and joined with ``;``. A fingerprint is computed once per process and argument.
+way and joined with ``;``. A folder is read again only when a file's name, size or modification time changed
+since its last reading in this process.
 """
 
 from __future__ import annotations
@@ -80,13 +81,28 @@ def _of(value: str, revision: str, cache_dir: str, key: str) -> str:
     return f"hub:{value}@{commit or 'unresolved'}"
 
 
-@functools.lru_cache(maxsize=32)
 def local(path: str) -> str:
-    """16 hex digits over a local checkpoint folder or file (see the module doc)."""
+    """16 hex digits over a local checkpoint folder or file (see the module doc). Read again whenever a file's
+    name, size or modification time changed since the last reading in this process (a checkpoint rewritten
+    between two ``simple_evaluate`` calls of one training script); the times only say when to read again."""
+    root = Path(path)
+    files = tuple([root] if root.is_file() else _files(root))[:MAX_FILES]
+    seen = []
+    for file in files:
+        try:
+            stat = file.stat()
+            seen.append((str(file), stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            seen.append((str(file), -1, -1))
+    return _local(path, tuple(seen))
+
+
+@functools.lru_cache(maxsize=32)
+def _local(path: str, seen: tuple) -> str:
     root = Path(path)
     digest = hashlib.sha256()
-    files = [root] if root.is_file() else _files(root)
-    for file in files[:MAX_FILES]:
+    files = [Path(name) for name, _size, _time in seen]
+    for file in files:
         name = file.name if file == root else file.relative_to(root).as_posix()
         try:
             size = file.stat().st_size
