@@ -139,6 +139,32 @@ def test_the_seed_is_lmms_evals_when_the_model_takes_none():
     assert conditions.build(results, {})["model"]["seed"] == 1234
 
 
+def test_what_answered_and_the_generation_settings_each_task_was_run_with_are_recorded():
+    """--gen_kwargs max_new_tokens=16 over mmsi_cot's own 2048 (tasks/mmsi/mmsi_cot.yaml), 3 of 4 answers
+    from the store, given by one earlier run."""
+    tasks = {"mmsi_cot": {"benchmark": "mmsi", "judge_rubric": None, "map_stage": None, "run_options": {}}}
+    results = _results(mmsi_cot={"accuracy,none": 0.5})
+    results["config"]["gen_kwargs"] = {"max_new_tokens": 16}
+    value = conditions.build(results, tasks)
+    own = {"max_new_tokens": 2048, "temperature": 0.0, "do_sample": False, "until": ["\n\n"]}
+    earlier = {"run": "the run of 2026-01-01 00:00:00 UTC into out (run id a1)", "answers": 3}
+    notes = {"protocol": {"mmsi_cot": own}, "generation": {"mmsi_cot": {**own, "max_new_tokens": 16}},
+             "store": {"root": "out/cache", "weights": "local:0123456789abcdef", "answers": 3, "asked": 4,
+                       "tasks": {"mmsi_cot": 3}, "from": [earlier]}}  # fmt: skip
+    conditions.add_what_answered(value, results, notes)
+    assert value["model"]["fingerprint"] == "local:0123456789abcdef"
+    assert value["store"] == {"root": "out/cache", "answers": 3, "asked": 4, "from": [earlier]}
+    task = value["tasks"]["mmsi_cot"]
+    assert task["answers_from_store"] == 3
+    assert task["generation"] == {"protocol": own, "in_effect": {**own, "max_new_tokens": 16},
+                                  "overrides": {"max_new_tokens": 16}}  # fmt: skip
+    # no store (LMMS_SPATIAL_RESUME=0, replay): unknown, not 0; the model's args still name its weights
+    value = conditions.build(_results(mmsi_cot={}), tasks)
+    conditions.add_what_answered(value, {"config": {}}, {})
+    assert value["store"] is None and value["tasks"]["mmsi_cot"]["answers_from_store"] is None
+    assert value["model"]["fingerprint"] is None and "generation" not in value["tasks"]["mmsi_cot"]
+
+
 ODI = {"benchmark": "odi_bench", "judge_rubric": "odi_open", "map_stage": None, "run_options": {"X": "1"}}
 
 

@@ -78,7 +78,7 @@ class LoggedRun:
 
 
 # the settings of a run that change its answers: two runs that agree on all of them answered as one model
-SETTINGS = ("model", "model_args", "gen_kwargs", "random_seed", "numpy_seed", "torch_seed", "software")
+SETTINGS = ("model", "model_args", "gen_kwargs", "random_seed", "numpy_seed", "torch_seed", "software", "weights")
 
 
 class MixedRunsError(RunRefused, ValueError):
@@ -116,6 +116,8 @@ def _read_results(run: LoggedRun) -> None:
     # the lmms-eval / transformers / torch versions that gave the answers (a run of ours records them): answers
     # of two versions are two runs, never one model's
     run.settings["software"] = [list(pair) for pair in compared((data.get(KEY) or {}).get("environment"))]
+    # and the weights (a checkpoint rebuilt at one path gives other answers under the same model_args)
+    run.settings["weights"] = recorded.get("fingerprint")
     run.label = str(recorded.get("label") or model_label(config.get("model"), config.get("model_args")))
 
 

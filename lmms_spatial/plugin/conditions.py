@@ -31,6 +31,25 @@ A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
   environment of the run it replays (null when that run recorded none) and adds its own as
   ``scorer_environment``.
 
+What answered and how (:func:`add_what_answered`, keys of their own)::
+
+    "model": {..., "fingerprint": "local:3f2a..." | "hub:<id>@<commit>" | "api:<model_version>" | null},
+    "store": {"root": ".../cache", "answers": 12, "asked": 40,
+              "from": [{"run": "the run of 2026-11-25 22:10:03 UTC into out (run id 1a2b)", "answers": 12}]} | null,
+    "tasks": {"<leaf task>": {..., "answers_from_store": 3 | null,
+                              "generation": {"protocol": {...} | null, "in_effect": {...}, "overrides": {...}}}}
+
+- ``model.fingerprint``: the weights ``--model_args`` name (:mod:`lmms_spatial.plugin.weights`), part of the
+  answer store's key; null when they name none (``random_choice``, ``replay``);
+- ``store``: this process's answers that came from the answer store (:mod:`lmms_spatial.plugin.resume`) and the
+  earlier runs that gave them; null when the run kept no answers (``LMMS_SPATIAL_RESUME=0``, ``replay``);
+  ``answers_from_store``: the same per task (null then). A multi-process run counts rank 0's requests;
+- ``generation``: ``protocol``, the task's own ``generation_kwargs`` (its YAML's: the paper's protocol; null when
+  the run was recognised too late to read them, ``LMMS_SPATIAL_DISABLE_HOOK=1``); ``in_effect``, what the model
+  was sent (the task's, updated by ``--gen_kwargs`` as lmms-eval does); ``overrides``, ``--gen_kwargs`` as
+  lmms-eval parsed it (``{}``: none). ``lmms-spatial report`` marks rows whose ``in_effect`` differs from the
+  ``protocol`` and never pools runs of different ``in_effect`` as seeds.
+
 The judge's counts and ``map_source`` come from the task's aggregated metrics (``judge_failures``,
 ``judge_unparsed``, ``judge_fallback_share``, ``answers_without_map``), which cover every rank of a
 multi-process run. The same pass writes the run's last lines (:func:`lmms_spatial.plugin.failures.add_note`)
@@ -386,3 +405,41 @@ def unparsed_example(rubric: str) -> str | None:
         return get_judge(rubric).stats.example_unparsed
     except Exception:
         return None
+
+
+# --- what answered, and with which generation settings (their own keys: see the module doc) ---------------
+
+
+def generation_kwargs_of(task_dict: Mapping) -> dict[str, dict[str, Any]]:
+    """{leaf task of ours: its ``generation_kwargs`` now}, a JSON copy (lmms-eval updates the dict in place)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, task in _leaf_tasks(task_dict).items():
+        config = getattr(task, "config", None)
+        if benchmark_of(getattr(config, "process_results", None)) is None:
+            continue
+        kwargs = getattr(config, "generation_kwargs", None)
+        if isinstance(kwargs, Mapping):
+            out[name] = json.loads(json.dumps(dict(kwargs), sort_keys=True, default=str))
+    return out
+
+
+def add_what_answered(value: dict[str, Any], results: Mapping[str, Any], notes: Mapping[str, Any]) -> None:
+    """``model.fingerprint``, ``store`` and each task's ``answers_from_store`` and ``generation`` (in place)."""
+    from lmms_spatial.plugin import weights
+
+    store = notes.get("store")
+    model = value.setdefault("model", {})
+    model["fingerprint"] = (store or {}).get("weights") or weights.fingerprint(model.get("args"))
+    value["store"] = (
+        {"root": store.get("root"), "answers": store.get("answers"), "asked": store.get("asked"),
+         "from": list(store.get("from") or [])} if store else None
+    )  # fmt: skip
+    overrides = (results.get("config") or {}).get("gen_kwargs")
+    overrides = json.loads(json.dumps(dict(overrides), default=str)) if isinstance(overrides, Mapping) else {}
+    protocol, in_effect = notes.get("protocol") or {}, notes.get("generation") or {}
+    served = (store or {}).get("tasks") or {}
+    for name, entry in (value.get("tasks") or {}).items():
+        entry["answers_from_store"] = int(served.get(name, 0)) if store else None
+        if name in in_effect or name in protocol:
+            entry["generation"] = {"protocol": protocol.get(name), "in_effect": in_effect.get(name, protocol.get(name)),
+                                   "overrides": overrides}  # fmt: skip

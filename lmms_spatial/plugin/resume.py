@@ -31,6 +31,20 @@ configuration, document, request text, generation kwargs) and stores it in SQLit
 And one gap of ours: our tasks read their data when lmms-eval loads it (a YAML names no path), so the
 task configuration no longer tells two copies of a benchmark apart; each task's key also carries the
 fingerprint ``datasets`` gives its loaded documents (it changes with the files).
+
+5. lmms-eval keys the model on the ``model_args`` *string*: a checkpoint rebuilt at the same path would be
+   served the old weights' answers. In our runs the model key also carries the weights' fingerprint
+   (:mod:`.weights`: a local folder's file names, sizes, small files and sampled weight bytes; a Hub id's
+   resolved commit; an API model's ``model_version``). Answers kept before that (an earlier lmms-spatial, or
+   lmms-eval alone) are keyed without it: they are never served (their weights are unknown), and a run whose
+   model has such answers in the store says how many in one line. The generation settings in effect are in
+   every key already: each request's ``gen_kwargs`` (the keys that change an answer) and the task's
+   configuration (``generation_kwargs`` after ``--gen_kwargs``), whose hash is the task's fingerprint.
+
+Each run records, in its store, when it started, into which ``--output_path`` and with which weights
+(``meta`` rows ``lmms_spatial_run:<run id>``, merged with its answers); at the end it says in one line how many
+answers came from the store and from which earlier runs, and its conditions record it
+(:func:`served_summary`: ``results["lmms_spatial"]["store"]``, per task ``answers_from_store``).
 """
 
 from __future__ import annotations
@@ -41,6 +55,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -147,12 +162,16 @@ def open_cache(root: str, *, model: Any, model_args: Any, task_dict: Any, world_
             parsed = model_args
     arguments = (json.dumps(parsed, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str)
                  if isinstance(parsed, dict) else str(model_args))  # fmt: skip
-    fingerprint = f"{model}|{arguments}"
+    from lmms_spatial.plugin import weights
+
+    fingerprint = f"{model}|{arguments}|weights:{weights.fingerprint(model_args) or 'none'}"
     folder = os.path.join(root, hash_string(fingerprint)[:16])
     os.makedirs(folder, exist_ok=True)
-    return ResponseCache(db_path=os.path.join(folder, f"rank{global_rank}.db"),
-                         audit_path=os.path.join(folder, f"rank{global_rank}.jsonl"), model_fingerprint=fingerprint,
-                         task_fingerprints=fingerprints)  # fmt: skip
+    cache = ResponseCache(db_path=os.path.join(folder, f"rank{global_rank}.db"),
+                          audit_path=os.path.join(folder, f"rank{global_rank}.jsonl"), model_fingerprint=fingerprint,
+                          task_fingerprints=fingerprints)  # fmt: skip
+    cache._lmms_spatial_weights = weights.fingerprint(model_args)
+    return cache
 
 
 def close_cache(cache: Any, succeeded: bool, bound: Any, lm: Any) -> None:
@@ -251,6 +270,7 @@ def _execute(original):
         if not active() or not requests:
             return original(self, lm, reqtype, requests)
         _fold_data_fingerprints(self, lm, requests)
+        count_served(self, reqtype, requests)
         size = save_every(lm)
         if len(requests) <= size:
             return original(self, lm, reqtype, requests)
@@ -295,6 +315,7 @@ def replay_unmerged_runs(cache: Any) -> int:
             continue
         for audit in sorted(run_dir.glob("rank_*.audit.jsonl")):
             added += _replay_log(db, audit)
+        _copy_run_records(db, run_dir)
     if added:
         db.commit()
         print(f"lmms-spatial: {added} answers of earlier interrupted runs found in {root}", file=sys.stderr)
@@ -382,6 +403,7 @@ def _create(original):
         if run is not None:
             if isinstance(getattr(cache, "_eval_version", None), str):
                 cache._eval_version = release_version(cache._eval_version)
+            fold_weights(cache, kwargs.get("model_args", ""), run)
             hold_run_dir(cache, run)
             try:
                 replay_unmerged_runs(cache)
@@ -440,3 +462,201 @@ def patch_response_cache(module) -> None:
     lock = getattr(module, "_merge_lock", None)  # lmms-eval 0.7.1+ (0.7.0 merges nothing)
     if lock is not None and not getattr(lock, "_lmms_spatial", False):
         module._merge_lock = _merge_lock(lock)
+
+
+# --- what answered: the weights in the key, and which earlier run each served answer came from ----------------
+
+RUN_RECORD = "lmms_spatial_run:"  # meta rows of the store: one per run, merged with its answers
+
+
+def _short_hash(value: str) -> str:  # lmms-eval's response_cache._short_hash
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16] if value else ""
+
+
+def fold_weights(cache: Any, model_args: Any, run: Any = None) -> None:
+    """The weights' fingerprint (:mod:`.weights`) joins the store's model key, before any answer is looked up;
+    this run is recorded in the store (when, into which output, with which weights), and answers the store holds
+    for the same ``model_args`` keyed without a fingerprint are counted and said (never served: see the module
+    doc)."""
+    from lmms_spatial.plugin import weights
+
+    if getattr(cache, "_lmms_spatial_weights_folded", False) or not isinstance(
+        getattr(cache, "model_fingerprint", None), str
+    ):
+        return
+    value = weights.fingerprint(model_args)
+    legacy = getattr(cache, "_model_fingerprint_hash", "")
+    cache.model_fingerprint = f"{cache.model_fingerprint}|weights:{value or 'none'}"
+    cache._model_fingerprint_hash = _short_hash(cache.model_fingerprint)
+    cache._lmms_spatial_weights = value
+    cache._lmms_spatial_weights_folded = True
+    db = getattr(cache, "db", None)
+    if db is None:
+        return
+    try:
+        for key in ("model_fingerprint", "_model_fingerprint_hash"):
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key.lstrip("_"), getattr(cache, key)))
+        run_id = getattr(cache, "_run_id", "") or "run"
+        record = {"started": time.time(), "output_path": _run_output(run), "weights": value,
+                  "model_hash": cache._model_fingerprint_hash}  # fmt: skip
+        db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (RUN_RECORD + run_id, json.dumps(record)))
+        db.commit()
+    except Exception as exc:  # the key is folded; only the record of this run is lost
+        print(f"lmms-spatial: this run is not recorded in its answer store ({exc})", file=sys.stderr)
+    if value is not None and value.endswith("@unresolved"):
+        print(f"lmms-spatial: the weights of this model are not fingerprinted ({weights.describe(value)}): its kept "
+              "answers are keyed on --model_args alone", file=sys.stderr)  # fmt: skip
+    unkeyed = count_unfingerprinted(getattr(cache, "_cache_root", None), legacy)
+    if unkeyed:
+        print(f"lmms-spatial: {unkeyed} answers in {cache._cache_root} were kept for the same --model_args without a "
+              "fingerprint of the weights (an earlier lmms-spatial, or lmms-eval alone): not served, since the "
+              "weights that gave them are unknown; they are asked again", file=sys.stderr)  # fmt: skip
+
+
+def _run_output(run: Any) -> str | None:
+    if run is None:
+        return None
+    arguments = run.call.arguments if getattr(run, "call", None) is not None else {}
+    return _output_path(arguments, getattr(run, "cli_args", None))
+
+
+def count_unfingerprinted(root: str | None, legacy_hash: str) -> int:
+    """Answers logged under ``root`` (its merged log, and runs never merged) with the model key lmms-eval gives
+    ``model_args`` alone: lines naming ``legacy_hash``, counted without parsing them."""
+    if not root or not legacy_hash:
+        return 0
+    needle = f'"model_fingerprint_hash": "{legacy_hash}"'.encode()
+    logs = [Path(root) / "cache.audit.jsonl"]
+    runs = Path(root) / "runs"
+    if runs.is_dir():
+        logs += [a for d in sorted(runs.iterdir()) if d.is_dir() and not (d / ".merged").exists()
+                 for a in sorted(d.glob("rank_*.audit.jsonl"))]  # fmt: skip
+    found = 0
+    for log in logs:
+        try:
+            with open(log, "rb") as handle:
+                found += sum(needle in line for line in handle)
+        except OSError:
+            continue
+    return found
+
+
+def _copy_run_records(db: Any, run_dir: Path) -> None:
+    """The run records of a run never merged (killed), so its answers, read back, still name it."""
+    import sqlite3
+
+    for rank_db in sorted(run_dir.glob("rank_*.db")):
+        try:
+            source = sqlite3.connect(f"file:{rank_db}?mode=ro", uri=True, timeout=5)
+            try:
+                rows = source.execute("SELECT key, value FROM meta WHERE key LIKE ?", (RUN_RECORD + "%",)).fetchall()
+            finally:
+                source.close()
+            for key, value in rows:
+                db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        except Exception:  # a damaged shard: its answers may still be read back, without their run's name
+            continue
+
+
+def _lookup_created(cache: Any, key: str) -> float | None:
+    for db in (getattr(cache, "db", None), getattr(cache, "_shared_db", None)):
+        if db is None:
+            continue
+        try:
+            row = db.execute("SELECT created_at FROM responses WHERE cache_key = ?", (key,)).fetchone()
+        except Exception:
+            continue
+        if row is not None:
+            return float(row[0] or 0.0)
+    return None
+
+
+def count_served(cache: Any, reqtype: str, requests: list) -> None:
+    """Before lmms-eval's ``execute`` looks them up: which of ``requests`` the store will answer, per task, and
+    when each kept answer was written (to name the run that gave it). Keys as lmms-eval computes them; a
+    lmms-eval whose key functions differ leaves the count unknown."""
+    try:
+        from lmms_eval.caching import response_cache as rc
+
+        served = cache.__dict__.setdefault("_lmms_spatial_served", {})
+        asked = cache.__dict__.setdefault("_lmms_spatial_asked", {})
+        for request in requests:
+            task = getattr(request, "task_name", None) or "?"
+            asked[task] = asked.get(task, 0) + 1
+            gen_kwargs = rc.extract_gen_kwargs(request)
+            if not rc.is_deterministic(reqtype, gen_kwargs):
+                continue
+            key = rc.compute_cache_key(
+                request_type=reqtype, task_name=request.task_name, doc_id=request.doc_id, gen_kwargs=gen_kwargs,
+                idx=request.idx, content_hash=rc._extract_content_hash(request),
+                task_fingerprint=cache._task_fingerprints.get(request.task_name, ""),
+                model_fingerprint_hash=cache._model_fingerprint_hash, eval_version=cache._eval_version,
+            )  # fmt: skip
+            created = _lookup_created(cache, key)
+            if created is not None:
+                served.setdefault(task, []).append(created)
+    except Exception:
+        cache._lmms_spatial_served = None  # unknown, never a wrong count
+
+
+def _run_records(cache: Any) -> list[dict]:
+    records = []
+    for db in (getattr(cache, "db", None), getattr(cache, "_shared_db", None)):
+        if db is None:
+            continue
+        try:
+            rows = db.execute("SELECT key, value FROM meta WHERE key LIKE ?", (RUN_RECORD + "%",)).fetchall()
+        except Exception:
+            continue
+        for key, value in rows:
+            try:
+                record = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("started"), (int, float)):
+                records.append({**record, "run_id": key[len(RUN_RECORD) :]})
+    own = getattr(cache, "_run_id", None)
+    unique = {r["run_id"]: r for r in records if r["run_id"] != own}
+    return sorted(unique.values(), key=lambda r: r["started"])
+
+
+def describe_run(record: dict | None) -> str:
+    """``the run of 2026-11-25 22:10:03 UTC into runs/a (run id 1a2b)``, or that it was not recorded."""
+    if record is None:
+        return "a run that did not record itself (an earlier lmms-spatial, or lmms-eval alone)"
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record["started"]))
+    into = f" into {record['output_path']}" if record.get("output_path") else ""
+    return f"the run of {when}{into} (run id {record['run_id']})"
+
+
+def served_summary(cache: Any) -> dict | None:
+    """This process's requests: ``{"root", "weights", "answers", "asked", "tasks": {task: answers from the store},
+    "from": [{"run", "answers"}]}``; None when the cache is not one of ours or the count is unknown."""
+    served = getattr(cache, "_lmms_spatial_served", None)
+    if cache is None or served is None:
+        return None
+    records = [r for r in _run_records(cache) if r.get("model_hash") == getattr(cache, "_model_fingerprint_hash", None)]
+    by_run: dict[str, int] = {}
+    for times in served.values():
+        for created in times:
+            earlier = [r for r in records if r["started"] <= created]
+            name = describe_run(earlier[-1] if earlier else None)
+            by_run[name] = by_run.get(name, 0) + 1
+    asked = getattr(cache, "_lmms_spatial_asked", {}) or {}
+    return {
+        "root": getattr(cache, "_cache_root", None) or os.path.dirname(getattr(cache, "db_path", "") or ""),
+        "weights": getattr(cache, "_lmms_spatial_weights", None),
+        "answers": sum(len(t) for t in served.values()),
+        "asked": sum(asked.values()),
+        "tasks": {task: len(served.get(task, [])) for task in sorted(asked)},
+        "from": [{"run": name, "answers": n} for name, n in sorted(by_run.items(), key=lambda kv: (-kv[1], kv[0]))],
+    }
+
+
+def served_line(summary: dict | None) -> str | None:
+    """The run's one line on its kept answers (None when none came from the store)."""
+    if not summary or not summary["answers"]:
+        return None
+    sources = "; ".join(f"{s['answers']} from {s['run']}" for s in summary["from"])
+    return (f"lmms-spatial: {summary['answers']} of {summary['asked']} answers came from the answer store in "
+            f"{summary['root']}: {sources}; {summary['asked'] - summary['answers']} asked of the model")  # fmt: skip

@@ -21,7 +21,8 @@ the hook came late (``LMMS_SPATIAL_DISABLE_HOOK=1``: see :func:`lmms_spatial.plu
   A run that stops while its tasks are built is ours when the task being built is ours, a task of ours was
   built before it, or ``--tasks`` names one of ours;
 - the results carry the run's conditions (``results["lmms_spatial"]``: model label, documents of the split,
-  judge, map source, run options, seed; :mod:`lmms_spatial.plugin.conditions`), and the run's last lines
+  judge, map source, run options, seed, weights' fingerprint, answers from the store, generation settings;
+  :mod:`lmms_spatial.plugin.conditions`), and the run's last lines
   say when with-map tasks went unscored for want of a map or a judge's verdicts could not be read;
 - a chat model asked for with-map tasks draws its own maps (:mod:`lmms_spatial.plugin.maps`), and a
   stage-drawing model keeps its stage outputs beside the kept answers, so a resumed run's answers still
@@ -196,6 +197,7 @@ def record_conditions(results: Any, run: Run) -> None:
 
         value = conditions.build(results, run.notes.get("tasks") or {}, lm_draws_maps=bool(run.notes.get("maps")),
                                  empty=empty_tasks.left_out())  # fmt: skip
+        conditions.add_what_answered(value, results, run.notes)
         results[conditions.KEY] = {**value, **(results.get(conditions.KEY) or {})}
         conditions.annotate(results, value)
         for line in conditions.notes(value, results.get("samples"), example=conditions.unparsed_example):
@@ -219,7 +221,9 @@ def _get_task_dict(original: Callable) -> Callable:
                 raise
             raise error from exc
         if _CALLS:  # inside simple_evaluate: the run's tasks, whole
-            recognise(task_dict)
+            run = recognise(task_dict)
+            if run is not None:
+                _note_protocol(task_dict, run)
         return task_dict
 
     return get_task_dict
@@ -282,11 +286,13 @@ def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, r
     cache = resume.keep_answers(bound, run)
     _keep_stages(lm, run)  # after the answer store is chosen: the stages are kept beside it
     _note_tasks(task_dict, run)
+    _note_generation(task_dict, run)
     succeeded = False
     try:
         with prefetching_model(lm), _own_maps(lm, run) as drawing:
             results = original(*bound.args, **bound.kwargs)
         succeeded = True
+        _note_served(bound.arguments.get("response_cache"), run)
     finally:
         if cache is not None:
             resume.close_cache(cache, succeeded, bound, lm)
@@ -320,6 +326,43 @@ def _note_tasks(task_dict: dict, run: Run) -> None:
         run.notes["tasks"] = {**run.notes.get("tasks", {}), **conditions.declared(task_dict)}
     except Exception as exc:
         print(f"lmms-spatial: the tasks' conditions were not read ({failures.describe(exc)})", file=sys.stderr)
+
+
+def _note_generation(task_dict: dict, run: Run) -> None:
+    """Each task's generation settings in effect: its own, updated by ``--gen_kwargs`` (as lmms-eval sends them)."""
+    try:
+        from lmms_spatial.plugin import conditions
+
+        run.notes["generation"] = {**run.notes.get("generation", {}), **conditions.generation_kwargs_of(task_dict)}
+    except Exception as exc:
+        print(f"lmms-spatial: the tasks' generation settings were not read ({failures.describe(exc)})", file=sys.stderr)
+
+
+def _note_protocol(task_dict: Any, run: Run) -> None:
+    """Each task's own generation settings (its YAML's), read before ``--gen_kwargs`` updates them in place."""
+    try:
+        from lmms_spatial.plugin import conditions
+
+        run.notes["protocol"] = {**run.notes.get("protocol", {}), **conditions.generation_kwargs_of(task_dict)}
+    except Exception as exc:
+        print(f"lmms-spatial: the tasks' own generation settings were not read ({failures.describe(exc)})",
+              file=sys.stderr)  # fmt: skip
+
+
+def _note_served(cache: Any, run: Run) -> None:
+    """How many answers the store gave and which earlier runs gave them: one line, and the run's notes."""
+    from lmms_spatial.plugin import resume
+
+    try:
+        summary = resume.served_summary(cache)
+    except Exception as exc:  # never fails a finished run: the count is left unknown
+        print(f"lmms-spatial: answers from the store not counted ({failures.describe(exc)})", file=sys.stderr)
+        return
+    if summary is not None:
+        run.notes["store"] = summary
+        line = resume.served_line(summary)
+        if line:
+            print(line, file=sys.stderr, flush=True)
 
 
 def _draws_maps(lm: Any) -> bool:

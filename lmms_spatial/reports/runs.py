@@ -14,7 +14,8 @@ of its results (``"lmms_spatial"``, schema 1: the issue 33 contract); for an old
 same value is derived from what it holds (``config``, ``n-samples``, the samples' score records).
 
 Runs are pooled as seeds of one model only when their conditions are equal except the seed
-(:func:`pool_key`); :func:`distinct_runs` counts a run given twice once.
+(:func:`pool_key`), generation settings included (``--gen_kwargs``, and each task's settings in effect where
+recorded); :func:`distinct_runs` counts a run given twice once.
 """
 
 from __future__ import annotations
@@ -107,6 +108,8 @@ class TaskConditions:
     seed: str | None = None
     empty: bool = False  # no documents in this release
     failed: str | None = None  # scoring failed (the message)
+    generation: tuple[tuple[str, str], ...] | None = None  # generation settings in effect; None: not recorded
+    protocol: tuple[tuple[str, str], ...] | None = None  # the task's own (its YAML's: the paper's protocol)
 
     @property
     def partial(self) -> bool:
@@ -119,7 +122,15 @@ class TaskConditions:
         """Everything that must be equal to pool two runs' task (DORI's option seed is a seed)."""
         options = tuple((k, v) for k, v in self.options().items() if k != _DORI_SEED)
         return (self.documents, self.of, self.empty, self.judge.identity() if self.judge else None, self.map_source,
-                options)  # fmt: skip
+                options, self.generation)  # fmt: skip
+
+    def off_protocol(self) -> dict[str, tuple[str, str | None]]:
+        """{setting: (in effect, the protocol's or None)} where the generation settings differ from the task's own."""
+        if self.generation is None or self.protocol is None:
+            return {}
+        mine, own = dict(self.generation), dict(self.protocol)
+        return {k: (mine[k], own.get(k)) for k in sorted(mine) if mine[k] != own.get(k)} | {
+            k: ("(unset)", own[k]) for k in sorted(own) if k not in mine}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,7 @@ class Conditions:
     recorded: bool = False  # read from the results' "lmms_spatial" key (else derived)
     # the software that produced the answers (lmms_spatial.environment.snapshot); None: not recorded
     environment: Mapping[str, Any] | None = field(default=None, compare=False)
+    gen_overrides: tuple[tuple[str, str], ...] = ()  # --gen_kwargs (lmms-eval's config.gen_kwargs)
 
     @property
     def software(self) -> tuple[tuple[str, str], ...]:
@@ -165,8 +177,26 @@ def pool_key(run: Run, tasks: Iterable[str]) -> tuple[Any, ...]:
     """Runs with equal keys differ at most in their seed: they may be pooled as seeds of one model."""
     c = run.conditions
     mine = sorted(set(tasks) & set(run.conditions.tasks))
-    return (run.label if run.labelled else None, c.model, c.args, c.software,
+    return (run.label if run.labelled else None, c.model, c.args, c.software, c.gen_overrides,
             tuple((t, c.task(t).comparable()) for t in mine))  # fmt: skip
+
+
+def generation_items(kwargs: Any) -> tuple[tuple[str, str], ...] | None:
+    """Generation settings as comparable text (``0.0`` and ``0`` alike, as lmms-eval's cache keys them)."""
+    if not isinstance(kwargs, Mapping):
+        return None
+
+    def plain(value: Any) -> Any:
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    return tuple(sorted((str(k), json.dumps(plain(v), sort_keys=True, default=str)) for k, v in kwargs.items()))
+
+
+def describe_generation(items: Iterable[tuple[str, str]] | None) -> str:
+    """``max_new_tokens=16, temperature=0`` (``not recorded`` for None)."""
+    if items is None:
+        return "not recorded"
+    return ", ".join(f"{k}={v}" for k, v in items) or "none"
 
 
 def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
@@ -181,6 +211,8 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
         out.append(f"model_args {ca.args or '(none)'} vs {cb.args or '(none)'}")
     if ca.software != cb.software:
         out.append(f"software {software_difference(ca, cb)}")
+    if ca.gen_overrides != cb.gen_overrides:
+        out.append(f"--gen_kwargs {describe_generation(ca.gen_overrides)} vs {describe_generation(cb.gen_overrides)}")
     mine = sorted(set(tasks) & (set(ca.tasks) | set(cb.tasks)))
     only_a = [t for t in mine if t in ca.tasks and t not in cb.tasks]
     only_b = [t for t in mine if t in cb.tasks and t not in ca.tasks]
@@ -200,6 +232,7 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
     differing(lambda tc: "judge " + (tc.judge.describe() if tc.judge else "none needed"))
     differing(lambda tc: f"map {tc.map_source}")
     differing(lambda tc: run_options.describe({k: v for k, v in tc.options().items() if k != _DORI_SEED}))
+    differing(lambda tc: f"generation {describe_generation(tc.generation)}")
     if not out:
         out.append(f"the same conditions and seed ({ca.describe_seed(mine)}) but different results")
     return out
@@ -447,7 +480,8 @@ def derive_conditions(data: dict[str, Any], lines: Mapping[str, list[dict[str, A
             empty=task in empty,
             failed=str(failed[task])[:200] if isinstance(failed, Mapping) and task in failed else None,
         )
-    derived = Conditions(short_label(model, config.get("model_args")), model, args, seed, random_seed, tasks)
+    derived = Conditions(short_label(model, config.get("model_args")), model, args, seed, random_seed, tasks,
+                         gen_overrides=generation_items(config.get("gen_kwargs")) or ())  # fmt: skip
     recorded = data.get("lmms_spatial")
     if isinstance(recorded, Mapping) and recorded.get("schema"):
         return _overlay(derived, recorded)
@@ -478,6 +512,7 @@ def _overlay(derived: Conditions, recorded: Mapping[str, Any]) -> Conditions:
             seed=_str(entry["seed"]) if entry.get("seed") is not None else old.seed,
             empty=old.empty,
             failed=old.failed,
+            **_recorded_generation(entry.get("generation")),
         )  # fmt: skip
     return Conditions(
         label=str(model.get("label") or derived.label),
@@ -488,7 +523,15 @@ def _overlay(derived: Conditions, recorded: Mapping[str, Any]) -> Conditions:
         tasks=tasks,
         recorded=True,
         environment=recorded.get("environment") if isinstance(recorded.get("environment"), Mapping) else None,
+        gen_overrides=derived.gen_overrides,
     )
+
+
+def _recorded_generation(entry: Any) -> dict[str, Any]:
+    """A task's recorded ``generation`` (in effect, protocol) as :class:`TaskConditions` fields."""
+    if not isinstance(entry, Mapping):
+        return {}
+    return {"generation": generation_items(entry.get("in_effect")), "protocol": generation_items(entry.get("protocol"))}
 
 
 def _recorded_judge(entry: Any, derived: Judge | None) -> Judge | None:

@@ -16,7 +16,9 @@ Rows: runs are pooled as seeds of one model only when their conditions are equal
 warning naming the difference. A row's label is the model's short label, with marks for what sets
 it apart from the paper's rows: ``(n/N)`` for a partial run (documents of the table's tasks),
 ``rule-based judge`` for judged columns scored by the rule-based fallback, ``not comparable`` for a
-task without documents; each mark is explained in the table's notes.
+task without documents, ``gen max_new_tokens=16`` for generation settings other than the paper's protocol
+(the tasks' own ``generation_kwargs``; ``--gen_kwargs ...`` where the run did not record its settings);
+each mark is explained in the table's notes. Runs of different generation settings are never pooled.
 
 Bootstrap 95% CIs: the per-document scores of a leaf come from the samples file; a leaf is
 bootstrapped only when the mean of those scores reproduces the results file's value (so
@@ -43,7 +45,15 @@ from lmms_spatial.metrics.dori import seed_summary
 from lmms_spatial.plugin.empty_tasks import NO_DOCUMENTS
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import references
-from lmms_spatial.reports.runs import JUDGE_METRICS, Judge, Run, differences, distinct_runs, pool_key
+from lmms_spatial.reports.runs import (
+    JUDGE_METRICS,
+    Judge,
+    Run,
+    describe_generation,
+    differences,
+    distinct_runs,
+    pool_key,
+)
 
 ITERATIONS = 500
 SEED = 0
@@ -446,9 +456,14 @@ def _entries(groups: list[list[Run]], layout: Layout, published: bool) -> list[_
             e.marks.append("rule-based judge" if share >= 1.0 else f"rule-based judge {share:.0%}")
         if empty:
             e.marks.append("not comparable")
-        facts.append((partial, n, of, limit, judge, empty))
+        off, unrecorded = _off_protocol(run, tasks), _unrecorded_overrides(run, tasks)
+        if off:
+            e.marks.append("gen " + ", ".join(sorted({f"{k}={v}" for k, v, _ in off})))
+        elif unrecorded:
+            e.marks.append(f"--gen_kwargs {unrecorded}")
+        facts.append((partial, n, of, limit, judge, empty, off, unrecorded))
     _disambiguate(entries, tasks)
-    for e, (partial, n, of, limit, judge, empty) in zip(entries, facts, strict=True):
+    for e, (partial, n, of, limit, judge, empty, off, unrecorded) in zip(entries, facts, strict=True):
         who = e.label if sum(x.base == e.base for x in entries) > 1 else e.base  # the notes name the row
         if partial:
             e.notes.append(f"{who}: partial run, {n} of {of} documents of this table's tasks"
@@ -466,6 +481,15 @@ def _entries(groups: list[list[Run]], layout: Layout, published: bool) -> list[_
                 e.notes.append(f"{who}: judged by {judge.describe()}{counts}")
         if empty:
             e.notes.append(f"{who}: not comparable to the paper's rows: {NO_DOCUMENTS} for {', '.join(empty)}")
+        if off:
+            what = "; ".join(f"{k}={v} (protocol {p if p is not None else 'unset'}) on {', '.join(ts)}"
+                             for (k, v, p), ts in off.items())  # fmt: skip
+            e.notes.append(f"{who}: generation settings other than the paper's protocol (the tasks' own "
+                           f"generation_kwargs): {what}" + ("; not comparable with the published rows"
+                                                            if published else ""))  # fmt: skip
+        elif unrecorded:
+            e.notes.append(f"{who}: run with --gen_kwargs {unrecorded}; its tasks' own settings (the paper's "
+                           "protocol) are not in this results file: it may not follow the protocol")  # fmt: skip
         if len(e.runs) > 1:
             seeds = ", ".join(r.conditions.describe_seed(tasks) for r in e.runs)
             e.notes.append(f"{who}: mean ± std/sqrt(n) over {len(e.runs)} runs ({seeds})")
@@ -482,6 +506,7 @@ def _disambiguate(entries: list[_Entry], tasks: set[str]) -> None:
             continue
         for describe in (
             _differing_args(same),
+            lambda e: _generation_tag(e.runs[0], tasks),
             lambda e: e.runs[0].conditions.describe_seed(tasks),
             lambda e: e.runs[0].results_file.parent.name,
             lambda e: e.runs[0].results_file.name[: -len("_results.json")],
@@ -492,6 +517,31 @@ def _disambiguate(entries: list[_Entry], tasks: set[str]) -> None:
                 for e, tag in zip(same, tags, strict=True):
                     e.tag = tag
                 break
+
+
+def _off_protocol(run: Run, tasks: set[str]) -> dict[tuple[str, str, str | None], list[str]]:
+    """{(setting, in effect, protocol): the table's tasks} where the run's generation differs from the protocol."""
+    found: dict[tuple[str, str, str | None], list[str]] = {}
+    for task in sorted(tasks & set(run.conditions.tasks)):
+        for key, (mine, own) in run.conditions.task(task).off_protocol().items():
+            found.setdefault((key, mine, own), []).append(task)
+    return found
+
+
+def _unrecorded_overrides(run: Run, tasks: set[str]) -> str:
+    """``--gen_kwargs`` of a run that recorded no generation settings for the table's tasks ('' otherwise)."""
+    mine = tasks & set(run.conditions.tasks)
+    if not run.conditions.gen_overrides or any(run.conditions.task(t).protocol is not None for t in mine):
+        return ""
+    return describe_generation(run.conditions.gen_overrides)
+
+
+def _generation_tag(run: Run, tasks: set[str]) -> str:
+    """The generation settings in effect of the table's tasks (or ``--gen_kwargs``), a row's tag."""
+    recorded = [run.conditions.task(t).generation for t in sorted(tasks & set(run.conditions.tasks))]
+    shown = sorted({describe_generation(g) for g in recorded if g is not None})
+    overrides = run.conditions.gen_overrides
+    return " / ".join(shown) or (f"--gen_kwargs {describe_generation(overrides)}" if overrides else "")
 
 
 def _differing_args(entries: list[_Entry]) -> Callable[[_Entry], str]:

@@ -74,7 +74,8 @@ def test_the_last_lines_say_how_many_verdicts_could_not_be_read_with_one_example
 def test_every_result_says_what_produced_it(unreadable_judge_run):
     conditions = unreadable_judge_run.results["lmms_spatial"]
     assert conditions["schema"] == 1 and conditions["lmms_spatial_version"]
-    assert conditions["model"] == {"label": "random_choice", "name": "random_choice", "args": "seed=4", "seed": 4}
+    assert conditions["model"] == {"label": "random_choice", "name": "random_choice", "args": "seed=4", "seed": 4,
+                                   "fingerprint": None}  # fmt: skip
     task = conditions["tasks"]["osr_qa_standard_vanilla"]
     assert (task["documents"], task["of"], task["limit"], task["seed"]) == (3, 8, 3, 4)  # 3 of the demo's 8
     assert task["judge"] is None and task["map_source"] is None and task["run_options"] == {}
@@ -126,3 +127,24 @@ def test_a_resumed_run_takes_the_answers_from_the_cache_and_still_records_their_
     assert json.dumps(again.results["results"]["osr_qa_cogmap_standard_vanilla"], sort_keys=True) == json.dumps(
         first.results["results"]["osr_qa_cogmap_standard_vanilla"], sort_keys=True
     )
+
+
+def test_gen_kwargs_and_each_tasks_generation_settings_in_effect_are_conditions(lmms_eval):
+    """``--gen_kwargs max_new_tokens=16`` cuts mmsi_cot's 2048-token budget (tasks/mmsi/mmsi_cot.yaml): recorded,
+    with the task's own settings (the protocol) beside what the model was sent."""
+    run = lmms_eval("--model", "random_choice", "--model_args", "seed=0", "--tasks", "mmsi_cot,mmsi_vanilla",
+                    "--limit", "2", "--gen_kwargs", "max_new_tokens=16")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    conditions = run.results["lmms_spatial"]
+    protocol = {"do_sample": False, "max_new_tokens": 2048, "temperature": 0.0, "until": ["\n\n"]}
+    assert conditions["tasks"]["mmsi_cot"]["generation"] == {
+        "protocol": protocol,
+        "in_effect": {**protocol, "max_new_tokens": 16},
+        "overrides": {"max_new_tokens": 16},
+    }
+    vanilla = conditions["tasks"]["mmsi_vanilla"]["generation"]  # tasks/mmsi/_default.yaml: 1024
+    assert (vanilla["protocol"]["max_new_tokens"], vanilla["in_effect"]["max_new_tokens"]) == (1024, 16)
+    # random_choice names no weights; its answers are kept (a fresh --output_path: none came from the store)
+    assert conditions["model"]["fingerprint"] is None
+    assert conditions["store"] == {"root": str(run.out / "cache"), "answers": 0, "asked": 4, "from": []}
+    assert conditions["tasks"]["mmsi_cot"]["answers_from_store"] == 0

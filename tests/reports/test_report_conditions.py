@@ -344,3 +344,64 @@ def test_a_malformed_samples_line_stops_the_report_naming_the_file_and_line(tmp_
     samples.write_text(samples.read_text() + "{not json\n")
     assert lmms_spatial(["report", str(tmp_path / "a"), "--no-plots"]) == 1
     assert capsys.readouterr().err.startswith(f"report: {samples}:12: not a JSON samples line (")
+
+
+# ---------------------------------------------------------------------------------------
+# generation settings are conditions (issue 41)
+# ---------------------------------------------------------------------------------------
+
+MMSI_PROTOCOL = {"do_sample": False, "max_new_tokens": 1024, "temperature": 0.0, "until": ["\n\n"]}  # its YAML's
+
+
+def _mmsi_run(folder: Path, seed: int, overrides: dict | None) -> Path:
+    """mmsi_vanilla of Qwen at ``seed``, its conditions recorded as a run of ours records them: ``overrides``
+    (``--gen_kwargs``) updating the task's own generation settings."""
+    path = write_run(folder, STAMP, f"{QWEN},seed={seed}", {}, mmsi_scores(seed), model="qwen2_5_vl",
+                     config={"gen_kwargs": overrides})  # fmt: skip
+    data = json.loads(path.read_text())
+    generation = {"protocol": MMSI_PROTOCOL, "in_effect": {**MMSI_PROTOCOL, **(overrides or {})},
+                  "overrides": overrides or {}}  # fmt: skip
+    data["lmms_spatial"] = {"schema": 1, "model": {"label": "Qwen2.5-VL-7B-Instruct", "name": "qwen2_5_vl",
+                                                   "args": f"{QWEN},seed={seed}", "seed": seed},
+                            "tasks": {"mmsi_vanilla": {"documents": 11, "of": 11, "limit": None, "judge": None,
+                                                       "map_source": None, "run_options": {}, "seed": seed,
+                                                       "generation": generation}}}  # fmt: skip
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_runs_differing_only_in_generation_settings_are_never_pooled_and_the_off_protocol_row_is_marked(
+    tmp_path, capsys
+):
+    _mmsi_run(tmp_path / "protocol", 0, None)
+    _mmsi_run(tmp_path / "short1", 1, {"max_new_tokens": 16})
+    _mmsi_run(tmp_path / "short2", 2, {"max_new_tokens": 16})
+    md, rows, _ = report(capsys, tmp_path / "out", tmp_path)
+    table = section(md, "MMSI-Bench")
+    # mmsi_scores(s): 6 of 11 categories right for an even shift, 5 for an odd one
+    protocol = cell(rows, "mmsi", "Qwen2.5-VL-7B-Instruct", "Avg.")
+    assert float(protocol["value"]) == pytest.approx(600 / 11) and protocol["n_runs"] == "1"
+    short = cell(rows, "mmsi", "Qwen2.5-VL-7B-Instruct (gen max_new_tokens=16)", "Avg.")
+    assert float(short["value"]) == pytest.approx((500 / 11 + 600 / 11) / 2) and short["n_runs"] == "2"
+    assert (
+        "- Qwen2.5-VL-7B-Instruct (gen max_new_tokens=16): generation settings other than the paper's protocol "
+        "(the tasks' own generation_kwargs): max_new_tokens=16 (protocol 1024) on mmsi_vanilla"
+    ) in table
+    assert ("are not pooled as seeds of Qwen2.5-VL-7B-Instruct: --gen_kwargs none vs max_new_tokens=16; generation "
+            'do_sample=false, max_new_tokens=1024, temperature=0, until=["\\n\\n"] vs generation do_sample=false, '
+            'max_new_tokens=16, temperature=0, until=["\\n\\n"] (mmsi_vanilla)') in table  # fmt: skip
+
+
+def test_the_generation_settings_recorded_by_a_run_are_read_and_an_older_files_gen_kwargs_is_marked(tmp_path, capsys):
+    (run,) = load_runs([_mmsi_run(tmp_path / "short", 1, {"max_new_tokens": 16})])
+    task = run.conditions.task("mmsi_vanilla")
+    assert task.off_protocol() == {"max_new_tokens": ("16", "1024")}
+    assert run.conditions.gen_overrides == (("max_new_tokens", "16"),)
+    # no "lmms_spatial" key: only lmms-eval's config.gen_kwargs says the settings were changed
+    write_run(tmp_path / "older" / "x", STAMP, QWEN, {}, mmsi_scores(0), model="qwen2_5_vl",
+              config={"gen_kwargs": {"max_new_tokens": 16}})  # fmt: skip
+    md, rows, _ = report(capsys, tmp_path / "out", tmp_path / "older")
+    assert cell(rows, "mmsi", "Qwen2.5-VL-7B-Instruct (--gen_kwargs max_new_tokens=16)", "Avg.")["n_runs"] == "1"
+    assert ("- Qwen2.5-VL-7B-Instruct: run with --gen_kwargs max_new_tokens=16; its "
+            "tasks' own settings (the paper's protocol) are not in this results file: it may not follow the protocol"
+            ) in section(md, "MMSI-Bench")  # fmt: skip
