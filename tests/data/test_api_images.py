@@ -127,3 +127,80 @@ def test_the_environment_names_the_rule_whatever_the_model(api_model):
 def test_an_unknown_rule_name_is_an_error_listing_the_known_ones():
     with pytest.raises(ValueError, match="expected one of openai, openai-patches, gemini, anthropic, qwen-vl, none"):
         rule_in_effect(env={"LMMS_SPATIAL_ODI_API_IMAGES": "bing"})
+
+
+# --- who is an API model, exactly (each rule below decides the size of every panorama a model is sent) ----------
+
+
+def test_a_byte_limit_no_image_fits_allows_one_pixel_at_least():
+    assert pixels_within(64 * 1024) == 1  # all of it is the PNG framing's headroom
+    assert pixels_within(64 * 1024 + 301) == 100  # 301 bytes / 3.01 worst bytes per pixel
+
+
+def _wrapped(depth: int, inner):
+    """``depth`` of our wrappers (``staged`` / ``omni_cot``) around ``inner``, each holding the next as ``base``."""
+    model = inner
+    for _ in range(depth):
+        model = _model("lmms_spatial.models.staged", base=model)
+    return model
+
+
+def test_wrappers_are_looked_through_up_to_eight_deep_and_a_wrapper_that_is_its_own_base_ends_the_search():
+    api = _model("lmms_eval.models.chat.openai", model_version="gpt-4o")
+    assert provider_for(_wrapped(1, api)).provider.name == "openai"
+    assert provider_for(_wrapped(8, api)).provider.name == "openai"
+    assert provider_for(_wrapped(9, api)).provider is None  # deeper than any real stack: the search stops
+    loop = _model("lmms_spatial.models.staged")
+    loop.base = loop
+    assert provider_for(loop).provider is None
+
+
+@pytest.mark.parametrize(
+    ("attrs", "provider", "shown"),
+    [
+        ({"model_name": "gemini-2.0-flash"}, "gemini", "Model (gemini-2.0-flash)"),
+        ({"model": "claude-3-5-sonnet"}, "anthropic", "Model (claude-3-5-sonnet)"),
+        (
+            {"model_version": "gpt-4o", "model_name": "gemini-2.0-flash", "model": "claude-3"},
+            "openai",
+            "Model (gpt-4o)",
+        ),
+        ({"model_version": "  ", "model_name": " gemini-2.0-flash "}, "gemini", "Model (gemini-2.0-flash)"),
+        ({"model": object(), "model_name": "o3"}, "openai", "Model (o3)"),  # a loaded network is no name
+        ({}, "openai", "Model"),
+    ],
+)
+def test_the_model_name_is_its_model_version_else_model_name_else_model(attrs, provider, shown):
+    found = provider_for(_model("lmms_eval.models.chat.openai", **attrs))
+    assert (found.provider.name, found.model) == (provider, shown)
+
+
+def test_a_local_model_is_named_in_the_logs_and_gets_no_rule():
+    found = provider_for(_model("lmms_eval.models.chat.qwen2_5_vl", model_version="Qwen/Qwen2.5-VL-7B"))
+    assert (found.provider, found.model) == (None, "Model (Qwen/Qwen2.5-VL-7B)")
+
+
+@pytest.mark.parametrize(
+    ("attrs", "api"),
+    [
+        ({"api_url": "https://api.example.com/v1"}, True),
+        ({"url": "http://10.0.0.1:8000"}, True),
+        ({"base_url": "https://proxy.example.com/v1"}, True),
+        ({"base_url": "/models/local"}, False),  # a path, not a server
+        ({"url": "ftp://x"}, False),
+        ({"client": type("Client", (), {"__module__": "httpx._client"})()}, True),
+        ({"client": type("OpenAI", (), {"__module__": "openai"})()}, True),
+        ({"client": type("Processor", (), {"__module__": "transformers.processing_utils"})()}, False),
+        ({}, False),
+    ],
+)
+def test_a_model_of_another_class_is_an_api_model_when_it_holds_an_http_client_or_url(attrs, api):
+    found = provider_for(_model("my_models", model_version="my-vlm", **attrs))
+    assert (found.provider.name if found.provider else None) == ("openai" if api else None)
+
+
+def test_forgetting_the_model_leaves_no_rule_in_effect():
+    api_images.set_model(_model("lmms_eval.models.chat.openai", model_version="gpt-4o"))
+    api_images.set_model(None)
+    assert api_images.current_model() is None
+    assert rule_in_effect(env={}) is None
