@@ -20,7 +20,9 @@ A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
 - ``map_source`` (OSR-Bench's with-map tasks): ``own_map`` when every answer was given with the model's own
   map, ``none`` when none was (the task is unscored), ``partial`` when only some were; null elsewhere;
 - ``run_options``: the :mod:`lmms_spatial.run_options` values in effect (``{}``: defaults);
-- ``seed``: the model's ``seed=`` argument, else lmms-eval's ``--seed``.
+- ``seed``: the model's ``seed=`` argument, else lmms-eval's ``--seed``;
+- ``requests_failed`` (added by :func:`lmms_spatial.plugin.run.record_conditions`): documents whose request to the
+  model failed after its retries (:mod:`lmms_spatial.plugin.failed_requests`), left out of every number.
 
 The judge's counts and ``map_source`` come from the task's aggregated metrics (``judge_failures``,
 ``judge_unparsed``, ``judge_fallback_share``, ``answers_without_map``), which cover every rank of a

@@ -45,6 +45,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.plugin import failed_requests
+
 ENV_SWITCH = "LMMS_SPATIAL_RESUME"
 ENV_SAVE_EVERY = "LMMS_SPATIAL_SAVE_EVERY"
 DEFAULT_SAVE_EVERY = 64
@@ -258,11 +260,16 @@ def _execute(original):
         position = {id(r): i for i, r in enumerate(requests)}
         unanswered = object()
         answers: list = [unanswered] * len(requests)
+        in_a_row, last = 0, ""  # requests failed in a row (failed_requests.STOP_AFTER of them: the server is down)
         with one_progress_bar(lm, len(requests)) as bar:
             for chunk in chunks(lm, requests, size):
                 for request, answer in zip(chunk, original(self, lm, reqtype, chunk), strict=True):
                     answers[position[id(request)]] = answer
+                    failed = failed_requests.failure_text(answer)
+                    in_a_row, last = (in_a_row + 1, failed) if failed is not None else (0, last)
                 bar.update(len(chunk))
+                if in_a_row >= failed_requests.STOP_AFTER:
+                    raise failed_requests.stop(lm, in_a_row, last, getattr(self, "_cache_root", None))
         missing = [i for i, answer in enumerate(answers) if answer is unanswered]
         if missing:  # never score a request the model was not asked
             raise RuntimeError(f"lmms-spatial: {len(missing)} requests got no answer from the chunked model calls")
@@ -270,6 +277,31 @@ def _execute(original):
 
     execute._lmms_spatial = True
     return execute
+
+
+def _not_failures(original, name: str):
+    """``ResponseCache._store`` / ``_log_to_audit`` / ``_lookup`` that keep a model class's failure marker
+    (:mod:`.failed_requests`) out of the store in a run of ours: not stored, logged without a cache key (no
+    read-back restores it), and one stored by an earlier version not served (asked again)."""
+
+    @functools.wraps(original)
+    def method(self, *args, **kwargs):
+        from lmms_spatial.plugin.run import active
+
+        if not active():
+            return original(self, *args, **kwargs)
+        if name == "_lookup":
+            found = original(self, *args, **kwargs)
+            return None if failed_requests.failure_text(found) is not None else found
+        response = kwargs["response"] if "response" in kwargs else (args[-1] if name == "_store" else args[5])
+        if failed_requests.failure_text(response) is None:
+            return original(self, *args, **kwargs)
+        if name == "_store":
+            return None
+        return original(self, *args, **{**kwargs, "cache_key": ""})
+
+    method._lmms_spatial = True
+    return method
 
 
 def replay_unmerged_runs(cache: Any) -> int:
@@ -307,6 +339,8 @@ def _replay_log(db: Any, audit: Path) -> int:
             try:
                 rec = json.loads(line)
                 if not rec.get("deterministic", True) or not rec.get("cache_key"):
+                    continue
+                if failed_requests.failure_text(json.loads(rec["response"])) is not None:  # an earlier version's
                     continue
                 cursor = db.execute(
                     "INSERT OR IGNORE INTO responses (cache_key, request_type, task_name, doc_id, idx, gen_kwargs, "
@@ -401,6 +435,10 @@ def patch_response_cache(module) -> None:
     cls = module.ResponseCache
     if not getattr(execute, "_lmms_spatial", False):
         cls.execute = _execute(execute)
+    for name in ("_store", "_log_to_audit", "_lookup"):
+        method = cls.__dict__.get(name)
+        if callable(method) and not getattr(method, "_lmms_spatial", False):
+            setattr(cls, name, _not_failures(method, name))
     create = cls.__dict__.get("create")
     if isinstance(create, classmethod) and not getattr(create.__func__, "_lmms_spatial", False):
         cls.create = _create(create.__func__)

@@ -191,6 +191,11 @@ def record_conditions(results: Any, run: Run) -> None:
 
         value = conditions.build(results, run.notes.get("tasks") or {}, lm_draws_maps=bool(run.notes.get("maps")),
                                  empty=empty_tasks.left_out())  # fmt: skip
+        from lmms_spatial.plugin.failed_requests import counts
+
+        failed = counts()
+        for name, entry in value["tasks"].items():
+            entry["requests_failed"] = failed.get(name, 0)
         results[conditions.KEY] = {**value, **(results.get(conditions.KEY) or {})}
         conditions.annotate(results, value)
         for line in conditions.notes(value, results.get("samples"), example=conditions.unparsed_example):
@@ -251,11 +256,12 @@ def _evaluate(original: Callable) -> Callable:
 
 
 def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, run: Run):
-    from lmms_spatial.plugin import resume
+    from lmms_spatial.plugin import failed_requests, resume
     from lmms_spatial.plugin.isolation import set_aside_failed, tasks_needing_judge
     from lmms_spatial.prefetch import prefetching_model
 
     check_limit(bound.arguments.get("limit"))
+    failed_requests.reset()
     task_dict = bound.arguments.get("task_dict") or {}
     judged = tasks_needing_judge(task_dict)
     if not run.predict_only:
@@ -276,6 +282,11 @@ def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, r
         if cache is not None:
             resume.close_cache(cache, succeeded, bound, lm)
     set_aside_failed(results)
+    documents = {task: int((n or {}).get("effective", 0) or 0)
+                 for task, n in ((results or {}).get("n-samples") or {}).items()}  # fmt: skip
+    failed_line = failed_requests.closing_line(lm, documents)
+    if failed_line:
+        failures.add_line(failed_line)
     run.notes["maps"] = drawing or _draws_maps(lm)
     if judged and not run.predict_only:
         from lmms_spatial.judge.preflight import refused_key_line
