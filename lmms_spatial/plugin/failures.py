@@ -39,6 +39,8 @@ _LINES: list[str] = []
 _NOTES: list[str] = []  # printed last like _LINES, without changing the exit status
 _TASK_FAILURES: dict[str, str] = {}  # task -> "stage: cause" (first failure only)
 _exit_registered: list[bool] = []
+_STATUS: list[int] = []  # the exit status of a run that has failure lines, when not 1 (Ctrl-C: 130)
+INTERRUPTED_STATUS = 130  # a shell's status for a command ended by SIGINT
 
 
 def our_tasks_dir() -> str:
@@ -167,12 +169,21 @@ def run_failed(exc: BaseException, requested_ours: list[str]) -> None:
         )
 
 
+def interrupted(kept: str) -> None:
+    """Ctrl-C (SIGINT) stopped a run of ours: one line saying what is kept (``kept``) and that the same command
+    resumes; exit status 130, as a shell gives a command SIGINT ended."""
+    add_line(f"lmms-spatial: interrupted (Ctrl-C): {kept}")
+    with _lock:
+        _STATUS[:] = [INTERRUPTED_STATUS]
+
+
 def reset() -> None:
     """Forget every failure (tests; a process that runs several evaluations)."""
     with _lock:
         _LINES.clear()
         _NOTES.clear()
         _TASK_FAILURES.clear()
+        _STATUS.clear()
 
 
 def _exit_if_failed() -> None:
@@ -184,7 +195,7 @@ def _exit_if_failed() -> None:
             print(line, file=sys.stderr)
         sys.stderr.flush()
     if lines:
-        os._exit(1)
+        os._exit(_STATUS[0] if _STATUS else 1)
 
 
 def register_exit() -> None:

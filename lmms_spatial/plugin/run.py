@@ -165,6 +165,11 @@ def _simple_evaluate(original: Callable) -> Callable:
             if ours:
                 failures.run_failed(exc, ours)
             raise
+        except KeyboardInterrupt as exc:  # Ctrl-C: one line, not a traceback (SystemExit prints none)
+            if call.run is None and not _ours_at_failure(exc, call):
+                raise
+            failures.interrupted(_kept_line(call.run))
+            raise SystemExit(failures.INTERRUPTED_STATUS) from None
         finally:
             _CALLS.remove(call)
             if call.run is not None:
@@ -179,6 +184,25 @@ def _simple_evaluate(original: Callable) -> Callable:
         return results
 
     return simple_evaluate
+
+
+def _kept_line(run: Run | None) -> str:
+    """What an interrupted run keeps, and how to go on."""
+    where = run.notes.get("answers") if run is not None else None
+    if not where:
+        return ("no answer was kept (the model had not answered, or answers are not kept: LMMS_SPATIAL_RESUME=0); "
+                "run the same command again")  # fmt: skip
+    count = run.notes.get("kept_answers")
+    answers = f"{count} answers are" if isinstance(count, int) else "the answers so far are"
+    return f"{answers} kept in {where}; the same command resumes, asking the model only for the missing ones"
+
+
+def _count_kept(cache: Any, run: Run) -> None:
+    """The answers an interrupted run's store holds (read before it is closed)."""
+    try:
+        run.notes["kept_answers"] = int(cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+    except Exception:  # no count: the line says "the answers so far"
+        pass
 
 
 def record_conditions(results: Any, run: Run) -> None:
@@ -278,6 +302,9 @@ def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, r
         with prefetching_model(lm), _own_maps(lm, run) as drawing:
             results = original(*bound.args, **bound.kwargs)
         succeeded = True
+    except KeyboardInterrupt:
+        _count_kept(bound.arguments.get("response_cache"), run)
+        raise
     finally:
         if cache is not None:
             resume.close_cache(cache, succeeded, bound, lm)
