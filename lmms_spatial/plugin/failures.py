@@ -63,10 +63,25 @@ def our_task_names() -> set[str]:
     return _NAMES[0]
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../lmms_spatial
+
+
+def raised_by_us(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of our error classes, or was raised by a line of ours (a ``ValueError`` naming
+    ``file.jsonl:18``, raised ``from`` the ``JSONDecodeError`` that names only a column)."""
+    if type(exc).__module__.startswith("lmms_spatial"):
+        return True
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
+
+
 def root_cause(exc: BaseException) -> BaseException:
     """The exception that explains ``exc``: through tenacity's ``RetryError`` and ``raise ... from``.
 
-    Our own one-line errors (data unavailable, a bad document) win over whatever wraps them.
+    Our own one-line errors (data unavailable, a bad document, a file and line that cannot be read) win over
+    whatever wraps them and over the library error they were raised from: the outermost raised by us is taken.
     """
     chain: list[BaseException] = []
     current: BaseException | None = exc
@@ -75,7 +90,7 @@ def root_cause(exc: BaseException) -> BaseException:
         attempt = getattr(current, "last_attempt", None)  # tenacity.RetryError
         inner = attempt.exception() if attempt is not None and hasattr(attempt, "exception") else None
         current = inner or current.__cause__ or current.__context__
-    ours = [e for e in chain if type(e).__module__.startswith("lmms_spatial")]
+    ours = [e for e in chain if raised_by_us(e)]
     return ours[0] if ours else chain[-1]
 
 

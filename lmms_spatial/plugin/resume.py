@@ -39,6 +39,7 @@ import functools
 import hashlib
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -279,10 +280,27 @@ def _execute(original):
     return execute
 
 
+def store_unwritable(folder: Any, exc: BaseException) -> BaseException:
+    """The exception that ends a run whose answer store cannot be written (disk full, read-only, quota): its
+    message, the run's last line, names the folder (SQLite's own message names none)."""
+    from lmms_spatial.plugin import failures
+
+    return failures.RunRefused(
+        f"the answer store {folder} cannot be written ({failures.describe(exc)}): the answers saved before are kept "
+        f"there; free space there (or give --use_cache another folder) and run the same command again: it asks the "
+        "model only for the missing ones"
+    )
+
+
+def _store_folder(cache: Any) -> str:
+    return str(getattr(cache, "_cache_root", None) or os.path.dirname(str(getattr(cache, "db_path", "")) or "."))
+
+
 def _not_failures(original, name: str):
     """``ResponseCache._store`` / ``_log_to_audit`` / ``_lookup`` that keep a model class's failure marker
     (:mod:`.failed_requests`) out of the store in a run of ours: not stored, logged without a cache key (no
-    read-back restores it), and one stored by an earlier version not served (asked again)."""
+    read-back restores it), and one stored by an earlier version not served (asked again). A write that fails
+    (``database or disk is full``) ends the run naming the store's folder."""
 
     @functools.wraps(original)
     def method(self, *args, **kwargs):
@@ -294,11 +312,14 @@ def _not_failures(original, name: str):
             found = original(self, *args, **kwargs)
             return None if failed_requests.failure_text(found) is not None else found
         response = kwargs["response"] if "response" in kwargs else (args[-1] if name == "_store" else args[5])
-        if failed_requests.failure_text(response) is None:
+        if failed_requests.failure_text(response) is not None:
+            if name == "_store":
+                return None
+            kwargs = {**kwargs, "cache_key": ""}
+        try:
             return original(self, *args, **kwargs)
-        if name == "_store":
-            return None
-        return original(self, *args, **{**kwargs, "cache_key": ""})
+        except (sqlite3.Error, OSError) as exc:
+            raise store_unwritable(_store_folder(self), exc) from exc
 
     method._lmms_spatial = True
     return method
@@ -407,15 +428,26 @@ def release(run: Any) -> None:
 def _create(original):
     @functools.wraps(original)
     def create(cls, *args, **kwargs):
-        cache = original(cls, *args, **kwargs)
         from lmms_spatial.plugin import late_installed
         from lmms_spatial.plugin.run import current, in_call, recognise
 
+        try:
+            cache = original(cls, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            if (current() or recognise(kwargs.get("task_dict"))) is None:
+                raise
+            raise store_unwritable(args[0] if args else kwargs.get("cache_root"), exc) from exc
         run = recognise(kwargs.get("task_dict")) if in_call() or late_installed() else current()
         if run is not None:
             if isinstance(getattr(cache, "_eval_version", None), str):
                 cache._eval_version = release_version(cache._eval_version)
             hold_run_dir(cache, run)
+            try:
+                from lmms_spatial.plugin import store_check
+
+                store_check.check(cache)
+            except Exception as exc:  # never worse than lmms-eval's own cache
+                print(f"lmms-spatial: the answer store was not checked: {exc}", file=sys.stderr)
             try:
                 replay_unmerged_runs(cache)
             except Exception as exc:  # never worse than lmms-eval's own cache

@@ -224,6 +224,11 @@ def record_conditions(results: Any, run: Run) -> None:
         conditions.annotate(results, value)
         for line in conditions.notes(value, results.get("samples"), example=conditions.unparsed_example):
             failures.add_note(line)
+        from lmms_spatial.judge.preflight import unjudged_line
+
+        unjudged = unjudged_line(value["tasks"])
+        if unjudged:
+            failures.add_note(unjudged)
     except Exception as exc:
         print(f"lmms-spatial: the run's conditions were not recorded in its results ({failures.describe(exc)})",
               file=sys.stderr)  # fmt: skip
