@@ -49,14 +49,13 @@ def problem(db: Path) -> str | None:
         connection.close()
 
 
-def audit_logs(root: Path) -> list[Path]:
-    """The audit logs of the runs merged into ``root/cache.db``: the merged log, and each merged run's own."""
+def audit_logs(root: Path, own: str | None = None) -> list[Path]:
+    """Every audit log under ``root`` but those of the run folder ``own`` (the run opening the store): the merged
+    runs' log, and each run's own (merged or not: a run that read an interrupted run's answers back merged them
+    into ``cache.db``, but its own log holds only those it asked)."""
     logs = [root / MERGED_AUDIT] if (root / MERGED_AUDIT).is_file() else []
-    runs = root / "runs"
-    for run_dir in sorted(runs.iterdir()) if runs.is_dir() else []:
-        if (run_dir / ".merged").exists():
-            logs += sorted(run_dir.glob("rank_*.audit.jsonl"))
-    return logs
+    mine = Path(own).resolve() if own else None
+    return logs + [log for log in sorted((root / "runs").glob("*/rank_*.audit.jsonl")) if log.parent.resolve() != mine]
 
 
 def rebuild(db: Path, logs: list[Path]) -> int:
@@ -112,7 +111,7 @@ def check(cache: Any) -> str | None:
         extra = db.with_name(db.name + suffix)
         if extra.exists():
             os.replace(extra, aside.with_name(aside.name + suffix))
-    logs = audit_logs(Path(root))
+    logs = audit_logs(Path(root), getattr(cache, "_run_dir", None))
     count = rebuild(db, logs)
     cache._shared_db = sqlite3.connect(f"file:{urllib.parse.quote(str(db), safe='/')}?mode=ro&immutable=1", uri=True,
                                        timeout=10)  # fmt: skip
