@@ -302,6 +302,12 @@ def _not_failures(original, name: str):
     read-back restores it), and one stored by an earlier version not served (asked again). A write that fails
     (``database or disk is full``) ends the run naming the store's folder."""
 
+    import inspect
+
+    parameters = list(inspect.signature(original).parameters)[1:]  # after self
+    position = parameters.index("response") if "response" in parameters else None
+    keyed = "cache_key" in parameters
+
     @functools.wraps(original)
     def method(self, *args, **kwargs):
         from lmms_spatial.plugin.run import active
@@ -311,11 +317,12 @@ def _not_failures(original, name: str):
         if name == "_lookup":
             found = original(self, *args, **kwargs)
             return None if failed_requests.failure_text(found) is not None else found
-        response = kwargs["response"] if "response" in kwargs else (args[-1] if name == "_store" else args[5])
+        response = kwargs.get("response", args[position] if position is not None and position < len(args) else None)
         if failed_requests.failure_text(response) is not None:
             if name == "_store":
                 return None
-            kwargs = {**kwargs, "cache_key": ""}
+            if keyed:
+                kwargs = {**kwargs, "cache_key": ""}
         try:
             return original(self, *args, **kwargs)
         except (sqlite3.Error, OSError) as exc:
