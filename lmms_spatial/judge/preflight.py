@@ -12,6 +12,7 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from typing import Any
 
 from .config import API_KEY_FALLBACKS, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, JudgeConfig
 
@@ -78,6 +79,36 @@ def notice(tasks: list[str], env: Mapping[str, str] | None = None, timeout: floa
 
 
 KEY_VARIABLES = f"{ENV_API_KEY} (or {' / '.join(API_KEY_FALLBACKS)})"
+
+
+def unjudged_line(tasks: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """After a run: the closing line when an LLM judge left items unjudged (its server stopped answering midway,
+    or never answered), else ``None``. ``tasks``: the ``tasks`` of the run's conditions
+    (:mod:`lmms_spatial.plugin.conditions`), whose judge counts cover every rank. A refused key has its own line
+    (:func:`refused_key_line`)."""
+    from .client import refused_keys
+
+    if refused_keys():
+        return None
+    failed: dict[str, tuple[int, int]] = {}
+    model = None
+    for task, entry in sorted(tasks.items()):
+        judge = entry.get("judge") or {}
+        if judge.get("kind") == "llm" and judge.get("failures"):
+            model = judge.get("model")
+            asked = int(judge["failures"]) + int(judge.get("scored") or 0) + int(judge.get("unparsed") or 0)
+            failed[task] = (int(judge["failures"]), asked)
+    if not failed:
+        return None
+    total, asked = sum(n for n, _ in failed.values()), sum(m for _, m in failed.values())
+    where = JudgeConfig.from_env().display_base_url
+    listed = ", ".join(f"{task} {n} of {m}" for task, (n, m) in failed.items())
+    return (
+        f"lmms-spatial: the LLM judge {model} at {where} did not answer for {total} of {asked} judged items "
+        f"({listed}): they are left out of the judge metrics (counted in judge_failures), the model's answers are "
+        "kept; once the judge answers, run the same command again: the answers come from the store and only the "
+        "unjudged items go to the judge"
+    )
 
 
 def refused_key_line(tasks: list[str]) -> str | None:

@@ -39,6 +39,8 @@ _LINES: list[str] = []
 _NOTES: list[str] = []  # printed last like _LINES, without changing the exit status
 _TASK_FAILURES: dict[str, str] = {}  # task -> "stage: cause" (first failure only)
 _exit_registered: list[bool] = []
+_STATUS: list[int] = []  # the exit status of a run that has failure lines, when not 1 (Ctrl-C: 130)
+INTERRUPTED_STATUS = 130  # a shell's status for a command ended by SIGINT
 
 
 def our_tasks_dir() -> str:
@@ -61,10 +63,25 @@ def our_task_names() -> set[str]:
     return _NAMES[0]
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../lmms_spatial
+
+
+def raised_by_us(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of our error classes, or was raised by a line of ours (a ``ValueError`` naming
+    ``file.jsonl:18``, raised ``from`` the ``JSONDecodeError`` that names only a column)."""
+    if type(exc).__module__.startswith("lmms_spatial"):
+        return True
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
+
+
 def root_cause(exc: BaseException) -> BaseException:
     """The exception that explains ``exc``: through tenacity's ``RetryError`` and ``raise ... from``.
 
-    Our own one-line errors (data unavailable, a bad document) win over whatever wraps them.
+    Our own one-line errors (data unavailable, a bad document, a file and line that cannot be read) win over
+    whatever wraps them and over the library error they were raised from: the outermost raised by us is taken.
     """
     chain: list[BaseException] = []
     current: BaseException | None = exc
@@ -73,7 +90,7 @@ def root_cause(exc: BaseException) -> BaseException:
         attempt = getattr(current, "last_attempt", None)  # tenacity.RetryError
         inner = attempt.exception() if attempt is not None and hasattr(attempt, "exception") else None
         current = inner or current.__cause__ or current.__context__
-    ours = [e for e in chain if type(e).__module__.startswith("lmms_spatial")]
+    ours = [e for e in chain if raised_by_us(e)]
     return ours[0] if ours else chain[-1]
 
 
@@ -183,12 +200,21 @@ def run_failed(exc: BaseException, requested_ours: list[str]) -> None:
         )
 
 
+def interrupted(kept: str) -> None:
+    """Ctrl-C (SIGINT) stopped a run of ours: one line saying what is kept (``kept``) and that the same command
+    resumes; exit status 130, as a shell gives a command SIGINT ended."""
+    add_line(f"lmms-spatial: interrupted (Ctrl-C): {kept}")
+    with _lock:
+        _STATUS[:] = [INTERRUPTED_STATUS]
+
+
 def reset() -> None:
     """Forget every failure (tests; a process that runs several evaluations)."""
     with _lock:
         _LINES.clear()
         _NOTES.clear()
         _TASK_FAILURES.clear()
+        _STATUS.clear()
 
 
 def _exit_if_failed() -> None:
@@ -200,7 +226,7 @@ def _exit_if_failed() -> None:
             print(line, file=sys.stderr)
         sys.stderr.flush()
     if lines:
-        os._exit(1)
+        os._exit(_STATUS[0] if _STATUS else 1)
 
 
 def register_exit() -> None:

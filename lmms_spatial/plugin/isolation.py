@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmms_spatial.plugin import failures, internal
+from lmms_spatial.plugin import failed_requests, failures, internal
 
 ERROR_KEY = "lmms_spatial_error"
 JUDGE_METRIC = "judge_failures"  # every task of ours that asks an LLM judge reports this metric
@@ -55,6 +55,9 @@ def patch_process_results(module) -> None:
         name = _task_name(self)
         if name in failures.failed_tasks():
             return {ERROR_KEY: "not scored: an earlier document of this task failed to score"}
+        failed = failed_requests.failure_text(results)
+        if failed is not None:  # a model class's failure marker is not the model's answer
+            return failed_requests.record(failed)
         try:
             return (unretried if is_our_task(self) else original)(self, doc, results, *args, **kwargs)
         except Exception as exc:
@@ -80,6 +83,8 @@ def _guarded(original, stage: str):
         if self.task_name in failures.failed_tasks():
             _drop_scores(self)
             return None
+        if original.__name__ == "calculate_aggregate_metric":  # rank 0, every rank's records gathered
+            failed_requests.note_task(self.task_name, getattr(self, "sample_metrics", None))
         try:
             return original(self, *args, **kwargs)
         except Exception as exc:

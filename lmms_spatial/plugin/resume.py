@@ -54,12 +54,15 @@ import functools
 import hashlib
 import json
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from lmms_spatial.plugin import failed_requests
 
 ENV_SWITCH = "LMMS_SPATIAL_RESUME"
 ENV_SAVE_EVERY = "LMMS_SPATIAL_SAVE_EVERY"
@@ -277,13 +280,18 @@ def _execute(original):
         position = {id(r): i for i, r in enumerate(requests)}
         unanswered = object()
         answers: list = [unanswered] * len(requests)
+        in_a_row, last = 0, ""  # requests failed in a row (failed_requests.STOP_AFTER of them: the server is down)
         with one_progress_bar(lm, len(requests)) as bar:
             for chunk in chunks(lm, requests, size):
                 with answered_chunk(lm, bar, len(chunk)) as counted:
                     got = original(self, lm, reqtype, chunk)
                 for request, answer in zip(chunk, got, strict=True):
                     answers[position[id(request)]] = answer
+                    failed = failed_requests.failure_text(answer)
+                    in_a_row, last = (in_a_row + 1, failed) if failed is not None else (0, last)
                 counted.take(counted.left or 0)
+                if in_a_row >= failed_requests.STOP_AFTER:
+                    raise failed_requests.stop(lm, in_a_row, last, getattr(self, "_cache_root", None))
         missing = [i for i, answer in enumerate(answers) if answer is unanswered]
         if missing:  # never score a request the model was not asked
             raise RuntimeError(f"lmms-spatial: {len(missing)} requests got no answer from the chunked model calls")
@@ -291,6 +299,58 @@ def _execute(original):
 
     execute._lmms_spatial = True
     return execute
+
+
+def store_unwritable(folder: Any, exc: BaseException) -> BaseException:
+    """The exception that ends a run whose answer store cannot be written (disk full, read-only, quota): its
+    message, the run's last line, names the folder (SQLite's own message names none)."""
+    from lmms_spatial.plugin import failures
+
+    return failures.RunRefused(
+        f"the answer store {folder} cannot be written ({failures.describe(exc)}): the answers saved before are kept "
+        f"there; free space there (or give --use_cache another folder) and run the same command again: it asks the "
+        "model only for the missing ones"
+    )
+
+
+def _store_folder(cache: Any) -> str:
+    return str(getattr(cache, "_cache_root", None) or os.path.dirname(str(getattr(cache, "db_path", "")) or "."))
+
+
+def _not_failures(original, name: str):
+    """``ResponseCache._store`` / ``_log_to_audit`` / ``_lookup`` that keep a model class's failure marker
+    (:mod:`.failed_requests`) out of the store in a run of ours: not stored, logged without a cache key (no
+    read-back restores it), and one stored by an earlier version not served (asked again). A write that fails
+    (``database or disk is full``) ends the run naming the store's folder."""
+
+    import inspect
+
+    parameters = list(inspect.signature(original).parameters)[1:]  # after self
+    position = parameters.index("response") if "response" in parameters else None
+    keyed = "cache_key" in parameters
+
+    @functools.wraps(original)
+    def method(self, *args, **kwargs):
+        from lmms_spatial.plugin.run import active
+
+        if not active():
+            return original(self, *args, **kwargs)
+        if name == "_lookup":
+            found = original(self, *args, **kwargs)
+            return None if failed_requests.failure_text(found) is not None else found
+        response = kwargs.get("response", args[position] if position is not None and position < len(args) else None)
+        if failed_requests.failure_text(response) is not None:
+            if name == "_store":
+                return None
+            if keyed:
+                kwargs = {**kwargs, "cache_key": ""}
+        try:
+            return original(self, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            raise store_unwritable(_store_folder(self), exc) from exc
+
+    method._lmms_spatial = True
+    return method
 
 
 def replay_unmerged_runs(cache: Any) -> int:
@@ -329,6 +389,8 @@ def _replay_log(db: Any, audit: Path) -> int:
             try:
                 rec = json.loads(line)
                 if not rec.get("deterministic", True) or not rec.get("cache_key"):
+                    continue
+                if failed_requests.failure_text(json.loads(rec["response"])) is not None:  # an earlier version's
                     continue
                 cursor = db.execute(
                     "INSERT OR IGNORE INTO responses (cache_key, request_type, task_name, doc_id, idx, gen_kwargs, "
@@ -395,16 +457,27 @@ def release(run: Any) -> None:
 def _create(original):
     @functools.wraps(original)
     def create(cls, *args, **kwargs):
-        cache = original(cls, *args, **kwargs)
         from lmms_spatial.plugin import late_installed
         from lmms_spatial.plugin.run import current, in_call, recognise
 
+        try:
+            cache = original(cls, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            if (current() or recognise(kwargs.get("task_dict"))) is None:
+                raise
+            raise store_unwritable(args[0] if args else kwargs.get("cache_root"), exc) from exc
         run = recognise(kwargs.get("task_dict")) if in_call() or late_installed() else current()
         if run is not None:
             if isinstance(getattr(cache, "_eval_version", None), str):
                 cache._eval_version = release_version(cache._eval_version)
             fold_weights(cache, kwargs.get("model_args", ""), run)
             hold_run_dir(cache, run)
+            try:
+                from lmms_spatial.plugin import store_check
+
+                store_check.check(cache)
+            except Exception as exc:  # never worse than lmms-eval's own cache
+                print(f"lmms-spatial: the answer store was not checked: {exc}", file=sys.stderr)
             try:
                 replay_unmerged_runs(cache)
             except Exception as exc:  # never worse than lmms-eval's own cache
@@ -456,6 +529,10 @@ def patch_response_cache(module) -> None:
     cls = module.ResponseCache
     if not getattr(execute, "_lmms_spatial", False):
         cls.execute = _execute(execute)
+    for name in ("_store", "_log_to_audit", "_lookup"):
+        method = cls.__dict__.get(name)
+        if callable(method) and not getattr(method, "_lmms_spatial", False):
+            setattr(cls, name, _not_failures(method, name))
     create = cls.__dict__.get("create")
     if isinstance(create, classmethod) and not getattr(create.__func__, "_lmms_spatial", False):
         cls.create = _create(create.__func__)

@@ -168,6 +168,11 @@ def _simple_evaluate(original: Callable) -> Callable:
             if ours:
                 failures.run_failed(exc, ours)
             raise
+        except KeyboardInterrupt as exc:  # Ctrl-C: one line, not a traceback (SystemExit prints none)
+            if call.run is None and not _ours_at_failure(exc, call):
+                raise
+            failures.interrupted(_kept_line(call.run))
+            raise SystemExit(failures.INTERRUPTED_STATUS) from None
         finally:
             _CALLS.remove(call)
             if call.run is not None:
@@ -187,6 +192,25 @@ def _simple_evaluate(original: Callable) -> Callable:
     return simple_evaluate
 
 
+def _kept_line(run: Run | None) -> str:
+    """What an interrupted run keeps, and how to go on."""
+    where = run.notes.get("answers") if run is not None else None
+    if not where:
+        return ("no answer was kept (the model had not answered, or answers are not kept: LMMS_SPATIAL_RESUME=0); "
+                "run the same command again")  # fmt: skip
+    count = run.notes.get("kept_answers")
+    answers = f"{count} answers are" if isinstance(count, int) else "the answers so far are"
+    return f"{answers} kept in {where}; the same command resumes, asking the model only for the missing ones"
+
+
+def _count_kept(cache: Any, run: Run) -> None:
+    """The answers an interrupted run's store holds (read before it is closed)."""
+    try:
+        run.notes["kept_answers"] = int(cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+    except Exception:  # no count: the line says "the answers so far"
+        pass
+
+
 def record_conditions(results: Any, run: Run) -> None:
     """``results["lmms_spatial"]`` gets the run's conditions, and the run's last lines what they call for.
     Never fails the run: a problem here costs the record, said in one line."""
@@ -198,10 +222,20 @@ def record_conditions(results: Any, run: Run) -> None:
         value = conditions.build(results, run.notes.get("tasks") or {}, lm_draws_maps=bool(run.notes.get("maps")),
                                  empty=empty_tasks.left_out())  # fmt: skip
         conditions.add_what_answered(value, results, run.notes)
+        from lmms_spatial.plugin.failed_requests import counts
+
+        failed = counts()
+        for name, entry in value["tasks"].items():
+            entry["requests_failed"] = failed.get(name, 0)
         results[conditions.KEY] = {**value, **(results.get(conditions.KEY) or {})}
         conditions.annotate(results, value)
         for line in conditions.notes(value, results.get("samples"), example=conditions.unparsed_example):
             failures.add_note(line)
+        from lmms_spatial.judge.preflight import unjudged_line
+
+        unjudged = unjudged_line(value["tasks"])
+        if unjudged:
+            failures.add_note(unjudged)
     except Exception as exc:
         print(f"lmms-spatial: the run's conditions were not recorded in its results ({failures.describe(exc)})",
               file=sys.stderr)  # fmt: skip
@@ -270,11 +304,12 @@ def _evaluate(original: Callable) -> Callable:
 
 
 def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, run: Run):
-    from lmms_spatial.plugin import resume
+    from lmms_spatial.plugin import failed_requests, resume
     from lmms_spatial.plugin.isolation import set_aside_failed, tasks_needing_judge
     from lmms_spatial.prefetch import prefetching_model
 
     check_limit(bound.arguments.get("limit"))
+    failed_requests.reset()
     task_dict = bound.arguments.get("task_dict") or {}
     judged = tasks_needing_judge(task_dict)
     if not run.predict_only:
@@ -293,10 +328,18 @@ def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, r
             results = original(*bound.args, **bound.kwargs)
         succeeded = True
         _note_served(bound.arguments.get("response_cache"), run)
+    except KeyboardInterrupt:
+        _count_kept(bound.arguments.get("response_cache"), run)
+        raise
     finally:
         if cache is not None:
             resume.close_cache(cache, succeeded, bound, lm)
     set_aside_failed(results)
+    documents = {task: int((n or {}).get("effective", 0) or 0)
+                 for task, n in ((results or {}).get("n-samples") or {}).items()}  # fmt: skip
+    failed_line = failed_requests.closing_line(lm, documents)
+    if failed_line:
+        failures.add_line(failed_line)
     run.notes["maps"] = drawing or _draws_maps(lm)
     if judged and not run.predict_only:
         from lmms_spatial.judge.preflight import refused_key_line
