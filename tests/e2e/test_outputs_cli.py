@@ -59,8 +59,11 @@ def test_two_runs_started_in_one_second_keep_their_own_files_and_the_report_read
     assert report.returncode == 0, report.stderr[-3000:]
     notes = (tmp_path / "report" / "report.md").read_text()
     for stamp, seed in seeds:  # each results file is its own run, with its own 12 documents
-        assert f"- random_choice: random_choice, 12/12 documents, seed={seed}; `{out / stamp}_results.json`" in notes
-    assert "random_choice: mean ± std/sqrt(n) over 2 runs (seed=0, seed=1)" in notes
+        run_line = next(line for line in notes.splitlines() if f"`{out / stamp}_results.json`" in line)
+        assert run_line.startswith(f"- random_choice: random_choice, 12/12 documents, seed={seed}, lmms-spatial ")
+    # pooled as two seeds, in the order of their file names (which run took "-2" is the race's)
+    pooled = next(line for line in notes.splitlines() if "random_choice: mean ± std/sqrt(n) over 2 runs (" in line)
+    assert sorted(pooled.split("(")[-1].rstrip(")").split(", ")) == ["seed=0", "seed=1"]
 
 
 def _without_dac_override() -> list[str]:

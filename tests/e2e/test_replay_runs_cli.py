@@ -36,11 +36,15 @@ def test_a_folder_of_runs_of_different_settings_is_refused_before_scoring_naming
                        expect_results=False)  # fmt: skip
     assert replay.returncode == 1
     a, b, c = (_results_file(made[k]) for k in "abc")
+    from importlib.metadata import version
+
+    on = ", ".join(f"{name} {version(name)}" for name in ("lmms-eval", "transformers", "torch"))  # each run's software
     assert replay.stderr.strip().splitlines()[-1] == (
         f"lmms-spatial: replay: samples={root} holds 3 runs of different models or settings (model_args), which "
-        f"would be scored as one model: random_choice (random_choice seed=0): {a}, tasks {MMSI}; random_choice "
-        f"(random_choice seed=0): {b}, tasks {ODI}; random_choice (random_choice seed=1): {c}, tasks {MMSI}. "
-        f"Point samples= at one run: its folder, its _results.json or its samples files (e.g. samples={c})"
+        f"would be scored as one model: random_choice (random_choice seed=0 on {on}): {a}, tasks {MMSI}; "
+        f"random_choice (random_choice seed=0 on {on}): {b}, tasks {ODI}; random_choice (random_choice seed=1 on "
+        f"{on}): {c}, tasks {MMSI}. Point samples= at one run: its folder, its _results.json or its samples files "
+        f"(e.g. samples={c})"
     )
 
 
