@@ -49,8 +49,9 @@ What answered and how (:func:`add_what_answered`, keys of their own)::
   was sent (the task's, updated by ``--gen_kwargs`` as lmms-eval does); ``overrides``, ``--gen_kwargs`` as
   lmms-eval parsed it (``{}``: none). ``lmms-spatial report`` marks rows whose ``in_effect`` differs from the
   ``protocol`` and never pools runs of different ``in_effect`` as seeds.
-- ``requests_failed`` (per task; added by :func:`lmms_spatial.plugin.run.record_conditions`): documents whose request to the
-  model failed after its retries (:mod:`lmms_spatial.plugin.failed_requests`), left out of every number.
+- ``requests_failed`` (per task; added by :func:`lmms_spatial.plugin.run.record_conditions`): documents whose
+  request to the model failed after its retries (:mod:`lmms_spatial.plugin.failed_requests`), left out of every
+  number.
 
 The judge's counts and ``map_source`` come from the task's aggregated metrics (``judge_failures``,
 ``judge_unparsed``, ``judge_fallback_share``, ``answers_without_map``), which cover every rank of a
