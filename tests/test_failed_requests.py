@@ -99,9 +99,13 @@ class _Model:
 
 
 def _cache(root):
+    """The answer store of a run (lmms-eval 0.7.1+ opens it with ``create``; 0.7.0 holds one database per model)."""
     from lmms_eval.caching.response_cache import ResponseCache
 
-    return ResponseCache.create(str(root), model="m", model_args="x=1", task_dict={})
+    if hasattr(ResponseCache, "create"):
+        return ResponseCache.create(str(root), model="m", model_args="x=1", task_dict={})
+    root.mkdir(parents=True, exist_ok=True)
+    return ResponseCache(str(root / "cache.db"), str(root / "cache.audit.jsonl"), model_fingerprint="m|x=1")
 
 
 def test_a_failed_request_is_not_kept_and_the_next_run_asks_exactly_it(tmp_path, run_of_ours):

@@ -134,6 +134,13 @@ def merge_lock_of_a_run_of_ours(monkeypatch):
     return module
 
 
+needs_merge_lock = pytest.mark.skipif(
+    not hasattr(__import__("lmms_eval.caching.response_cache", fromlist=["x"]), "_merge_lock"),
+    reason="lmms-eval 0.7.0 merges no run folders, so it has no merge lock to take over",
+)
+
+
+@needs_merge_lock
 def test_a_run_of_ours_merges_at_once_through_a_lock_its_dead_owner_left(tmp_path, merge_lock_of_a_run_of_ours, capsys):
     dead = _dead_pid()
     lock = _merge_lock(tmp_path, {"pid": dead, "hostname": socket.gethostname(), "created_at": 0})
@@ -144,6 +151,7 @@ def test_a_run_of_ours_merges_at_once_through_a_lock_its_dead_owner_left(tmp_pat
     assert capsys.readouterr().err == f"lmms-spatial: the answer store's merge lock {lock} {said}\n"
 
 
+@needs_merge_lock
 def test_a_merge_lock_whose_owner_file_the_full_disk_refused_is_not_left_behind(
     tmp_path, merge_lock_of_a_run_of_ours, monkeypatch
 ):
