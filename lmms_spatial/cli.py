@@ -258,10 +258,11 @@ def _cmd_tested_set(args: argparse.Namespace) -> int:
 
     now = environment.installed()
     if args.write:
+        snapshot = environment.snapshot()
         header = [
             f"The tested set: exact versions of the last fully green resolution, written by `lmms-spatial "
-            f"tested-set --write {args.write}` ({environment.snapshot()['platform']}, Python "
-            f"{environment.snapshot()['python']}).",
+            f"tested-set --write {args.write}` ({snapshot['platform']}, Python "
+            f"{snapshot['python']}).",
             f"Install exactly it: {environment.INSTALL_TESTED}",
         ]
         Path(args.write).parent.mkdir(parents=True, exist_ok=True)

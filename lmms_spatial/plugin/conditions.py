@@ -314,7 +314,8 @@ def recorded_environment(results_file: Any) -> dict[str, Any] | None:
     if not results_file:
         return None
     try:
-        data = json.loads(open(results_file, encoding="utf-8").read())
+        with open(results_file, encoding="utf-8") as handle:
+            data = json.load(handle)
     except (OSError, ValueError):
         return None
     found = (data.get(KEY) or {}).get("environment") if isinstance(data, dict) else None
