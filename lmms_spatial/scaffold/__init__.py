@@ -198,7 +198,7 @@ tests/e2e/test_{name}_cli.py -k {name}   # green as generated
      in a folder for the real CLI); lmms_spatial/data/convert/{name}.py: the official release -> that layout
   5. lmms_spatial/reports/layouts/{name}.py: the paper's table, CITATION, published rows
   6. tests: replace the hand-computed values as the rules change; docs/faithfulness.md, CHANGELOG.md,
-     README task table and data table
+     README task table, docs/data.md data table
   Data: export {env_var}=/path/to/converted  (the Hub id lives in lmms_spatial/data/registry/{name}.py)"""
 
 
