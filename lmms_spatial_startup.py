@@ -88,6 +88,8 @@ class _LmmsEvalFinder:
     """A ``sys.meta_path`` finder that answers only for the modules in :data:`PATCHES`."""
 
     def find_spec(self, fullname, path, target=None):
+        if _deferred:
+            _patch_deferred()
         if fullname not in PATCHES:
             return None
         for finder in sys.meta_path:
@@ -104,12 +106,36 @@ class _LmmsEvalFinder:
         pass
 
 
+# Modules of PATCHES that were still executing when the hook was installed late (see install()).
+_deferred = []
+
+
+def _initializing(module) -> bool:
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
+def _patch_deferred():
+    """Patch each deferred module whose own import has finished since (the next import anywhere asks us)."""
+    for module in [m for m in _deferred if not _initializing(m)]:
+        _deferred.remove(module)
+        apply_patches(module)
+
+
 def install():
     if _disabled():
         return
     for name in PATCHES:
-        if name in sys.modules:  # imported before us (unusual): patch in place
-            apply_patches(sys.modules[name])
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        # Imported before us: patch in place. Installed late (no .pth run: `pip install --target` and
+        # PYTHONPATH), the hook is installed from our model entry point, which lmms-eval loads while
+        # lmms_eval.evaluator is still executing its own imports: its functions do not exist yet. Such a module
+        # is patched at the next import made after it has finished (the finder below is asked for every one).
+        if _initializing(module):
+            _deferred.append(module)
+        else:
+            apply_patches(module)
     if not any(type(f).__name__ == "_LmmsEvalFinder" for f in sys.meta_path):
         sys.meta_path.insert(0, _LmmsEvalFinder())
 

@@ -160,6 +160,79 @@ def test_without_the_pth_file_the_model_entry_point_installs_the_hook_and_says_s
     assert "did not run" in proc.stderr and "--include_path" in proc.stderr
 
 
+def test_a_module_still_executing_when_the_hook_is_installed_late_is_patched_once_its_import_has_finished(
+    monkeypatch,
+):
+    """Installed late (no .pth), the hook comes from our model entry point while lmms_eval.evaluator is still
+    executing its imports: patching it then found none of its functions (measured on a GPU machine with
+    `pip install --target`: six 'has no lmms_eval.evaluator.*' lines, run handling off). It must wait."""
+    import importlib.util
+
+    import lmms_spatial_startup as hook
+
+    module = types.ModuleType("lmms_eval.evaluator")
+    module.__spec__ = importlib.util.spec_from_loader("lmms_eval.evaluator", loader=None)
+    module.__spec__._initializing = True
+    patched: list[str] = []
+    monkeypatch.delenv(hook.DISABLE_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "lmms_eval.evaluator", module)
+    monkeypatch.setattr(hook, "PATCHES", {"lmms_eval.evaluator": ("x:y",)})
+    monkeypatch.setattr(hook, "apply_patches", lambda m: patched.append(m.__name__))
+    monkeypatch.setattr(hook, "_deferred", [])
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+
+    hook.install()
+    finder = hook._LmmsEvalFinder()
+    finder.find_spec("an_unrelated_module", None)
+    assert patched == []  # its functions do not exist yet
+    module.__spec__._initializing = False
+    finder.find_spec("an_unrelated_module", None)
+    assert patched == ["lmms_eval.evaluator"]
+    finder.find_spec("another_module", None)
+    assert patched == ["lmms_eval.evaluator"]  # once
+
+
+def test_a_module_imported_before_the_hook_and_finished_is_patched_at_once(monkeypatch):
+    import importlib.util
+
+    import lmms_spatial_startup as hook
+
+    module = types.ModuleType("lmms_eval.evaluator")
+    module.__spec__ = importlib.util.spec_from_loader("lmms_eval.evaluator", loader=None)
+    patched: list[str] = []
+    monkeypatch.delenv(hook.DISABLE_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "lmms_eval.evaluator", module)
+    monkeypatch.setattr(hook, "PATCHES", {"lmms_eval.evaluator": ("x:y",)})
+    monkeypatch.setattr(hook, "apply_patches", lambda m: patched.append(m.__name__))
+    monkeypatch.setattr(hook, "_deferred", [])
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+
+    hook.install()
+    assert patched == ["lmms_eval.evaluator"]
+
+
+def _site_dirs() -> list[str]:
+    """The package folders of this interpreter (a venv may reach its packages through a .pth file)."""
+    return [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+
+
+@pytest.mark.slow
+def test_without_the_pth_file_lmms_evals_evaluator_is_still_patched(tmp_path):
+    import site
+
+    repo = str(Path(tasks_dir()).parent)
+    code = (
+        "import sys; sys.path[:0] = " + repr([repo, *site.getsitepackages(), *_site_dirs()]) + "\n"
+        "import lmms_eval.__main__, lmms_eval.evaluator as e\n"
+        "print(getattr(e.evaluate, '_lmms_spatial_api_images', False))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LMMS_SPATIAL_", "LMMS_EVAL_PLUGINS"))}
+    proc = subprocess.run([sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "has no lmms_eval.evaluator" not in proc.stderr
+    assert proc.stdout.strip() == "True", proc.stderr[-2000:]  # evaluate carries our wrapper
+
+
 def test_the_legacy_plugin_variable_finds_our_model_classes():
     import importlib
 
