@@ -148,16 +148,23 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _common_ends(texts: Sequence[str]) -> tuple[int, int]:
-    """Lengths of the prefix and suffix every text shares (never overlapping in the shortest)."""
+    """Lengths of the start and end every text shares, in whole lines (a template ends at a line break; the
+    question starts on its own line), never overlapping in the shortest text."""
     if len(texts) < 2:
         return 0, 0
-    lo, hi = min(texts), max(texts)  # the common prefix of all is that of the extremes
-    pre = next((i for i, (a, b) in enumerate(zip(lo, hi, strict=False)) if a != b), min(len(lo), len(hi)))
-    rev = sorted(t[::-1] for t in texts)
-    a, b = rev[0], rev[-1]
-    suf = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    shortest = min(len(t) for t in texts)
-    return pre, min(suf, shortest - pre)
+
+    def shared(a: str, b: str) -> int:
+        return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+    first, shortest = texts[0], min(len(t) for t in texts)
+    pre = shared(min(texts), max(texts))  # the common prefix of all is that of the extremes
+    if pre == shortest == len(max(texts, key=len)):
+        return pre, 0  # all equal: the whole text is the template
+    pre = first[:pre].rfind("\n") + 1
+    backwards = sorted(t[::-1] for t in texts)
+    tail = first[len(first) - shared(backwards[0], backwards[-1]) :]
+    suf = len(tail) - tail.find("\n") if "\n" in tail else 0
+    return pre, max(0, min(suf, shortest - pre))
 
 
 def _short(text: str, n: int) -> str:
@@ -203,7 +210,7 @@ class SampleWriter:
                 middle = prompt[pre : len(prompt) - suf]
                 reply = evidence.reply_text(line)
                 score = evidence.number(record.get("score"))
-                parsed = record.get("parsed")
+                parsed = record.get("parsed") if "parsed" in record else reply  # a judge reads the whole reply
                 rows.append([line.get("doc_id"), evidence.OUTCOMES.index(outcome),
                              None if score is None else round(score, 4), _short(evidence.text(parsed), SHORT),
                              _short(evidence.truth(line, record), SHORT), cat, _short(middle, SNIPPET),
@@ -212,6 +219,7 @@ class SampleWriter:
                     "prompt": middle,
                     "reply": reply,
                     "parsed": evidence.text(parsed) if parsed is not None else None,
+                    "judged_whole": "parsed" not in record,
                     "why": record.get("reason") or record.get("rule_reason"),
                     "rule": record.get("rule_reason") if record.get("reason") else None,
                     "truth": evidence.truth(line, record),

@@ -18,7 +18,7 @@
       else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
       else e.setAttribute(k, v === true ? "" : String(v));
     }
-    for (const kid of kids.flat()) {
+    for (const kid of kids.flat(Infinity)) {
       if (kid === null || kid === undefined || kid === false) continue;
       e.appendChild(kid instanceof Node ? kid : document.createTextNode(String(kid)));
     }
@@ -55,6 +55,7 @@
   window.LMMSView = {
     timing: S.timing,
     state: S,
+    exported: {},
     manifest(m) { S.manifest = m; S.timing.manifest = performance.now() - S.timing.start; start(); },
     list([cid, rows]) { S.lists[cid] = rows; arrived("list", cid, rows); },
     detail([cid, rows]) { S.details[cid] = rows; arrived("detail", cid, rows); },
@@ -166,14 +167,15 @@
         S.inflight++;
         loadList(c.id).then((rows) => {
           S.inflight--;
-          if (seq !== S.seq) return;
+          if (seq !== S.seq) { S.pump(); return; }  // a newer selection waits for these slots
           take(e, c, rows); done++;
           status(done < total ? "loading samples " + done + "/" + total + " chunks" : "");
           if (done === total) finish(); else scheduleRender();
           pump();
-        }, (err) => { S.inflight--; status(String(err)); });
+        }, (err) => { S.inflight--; status(String(err)); S.pump(); });
       }
     };
+    S.pump = pump;
     S.inflight = S.inflight || 0;
     if (!total) finish(); else pump();
   }
@@ -192,6 +194,7 @@
   }
   const qkey = (task, doc) => task + "\u0000" + String(doc);
   function renderList(complete) {
+    if (S.renderTimer) { clearTimeout(S.renderTimer); S.renderTimer = null; }
     const f = F(), m = S.manifest, thead = clear($("list").tHead), tbody = clear($("list").tBodies[0]);
     let rows = sortedRows(f);
     const loading = complete || S.complete ? "" : " (loading…)";
@@ -277,7 +280,7 @@
     d.appendChild(el("pre", { id: "detail-prompt" }, el("span", { class: "tmpl" }, r.e.prefix), x.prompt, el("span", { class: "tmpl" }, r.e.suffix)));
     d.appendChild(el("h3", null, "Reply"));
     d.appendChild(el("pre", { id: "detail-reply" }, x.reply));
-    d.appendChild(kv([["parsed answer", x.parsed === null ? "(none: unparsed)" : x.parsed], ["why", x.why], ["rule", x.rule], ["ground truth", x.truth],
+    d.appendChild(kv([[x.judged_whole ? "answer (the whole reply, as judged)" : "parsed answer", x.parsed === null ? "(none: unparsed)" : x.parsed], ["why", x.why], ["rule", x.rule], ["ground truth", x.truth],
       ["score", row[2] === null ? "-" : row[2]], ["metric", x.metric], ["category", row[5]], ["document hash", x.doc_hash]]));
     for (const b of x.blocks) d.appendChild(block(b));
     d.appendChild(el("h3", null, "Every model on this question"));
@@ -395,7 +398,7 @@
     ctx.font = "15px sans-serif";
     const panels = items.map((it) => {
       const imgH = it.img ? Math.round(W * it.img.height / it.img.width) : 0;
-      const question = wrap(ctx, it.x.prompt.trim(), W).slice(0, 8);
+      const question = wrap(ctx, it.x.prompt.trim() || (it.first.e.prefix + it.first.e.suffix).trim(), W).slice(-6);
       const lines = it.answers.map((a) => a[0] + ": " + a[1]);
       return { it, imgH, question, lines, h: imgH + 24 + question.length * 19 + 10 + (lines.length + 1) * 20 + pad };
     });
@@ -458,6 +461,7 @@
     const a = $("fig-" + kind + "-link");
     if (a.href) URL.revokeObjectURL(a.href);
     a.href = URL.createObjectURL(blob); a.hidden = false; a.dataset.bytes = String(blob.size);
+    window.LMMSView.exported[kind] = blob;
     a.click();
   }
 
