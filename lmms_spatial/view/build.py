@@ -148,8 +148,9 @@ def _lines(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _common_ends(texts: Sequence[str]) -> tuple[int, int]:
-    """Lengths of the start and end every text shares, in whole lines (a template ends at a line break; the
-    question starts on its own line), never overlapping in the shortest text."""
+    """Lengths of the start and end every text shares, never overlapping in the shortest text. The start ends at a
+    line break or after a label's ``": "`` (``Question: ``), the end starts at a line break: a template is cut
+    where the question begins, never inside a word of it."""
     if len(texts) < 2:
         return 0, 0
 
@@ -160,7 +161,7 @@ def _common_ends(texts: Sequence[str]) -> tuple[int, int]:
     pre = shared(min(texts), max(texts))  # the common prefix of all is that of the extremes
     if pre == shortest == len(max(texts, key=len)):
         return pre, 0  # all equal: the whole text is the template
-    pre = first[:pre].rfind("\n") + 1
+    pre = max(first[:pre].rfind("\n") + 1, first[:pre].rfind(": ") + 2 if ": " in first[:pre] else 0)
     backwards = sorted(t[::-1] for t in texts)
     tail = first[len(first) - shared(backwards[0], backwards[-1]) :]
     suf = len(tail) - tail.find("\n") if "\n" in tail else 0

@@ -64,13 +64,14 @@ def test_the_score_record_is_the_first_dict_metric_of_the_line() -> None:
     assert evidence.score_record(line) == ("accuracy", {"parsed": "A", "score": 1.0})
 
 
-def test_prompts_are_stored_less_the_whole_lines_every_prompt_of_the_task_shares() -> None:
+def test_prompts_are_stored_less_the_template_every_prompt_of_the_task_shares() -> None:
     prompts = ["Look.\nQ: red?\nAnswer.", "Look.\nQ: blue?\nAnswer.", "Look.\nQ: rose?\nAnswer."]
     pre, suf = _common_ends(prompts)
-    assert (pre, suf) == (len("Look.\n"), len("\nAnswer."))
-    assert [p[pre : len(p) - suf] for p in prompts] == ["Q: red?", "Q: blue?", "Q: rose?"]
-    # within a line nothing is cut: "Q: r" is shared by two but not on a line of its own
-    assert _common_ends(["Q: red? A", "Q: rose? A"]) == (0, 0)
+    assert (pre, suf) == (len("Look.\nQ: "), len("\nAnswer."))
+    assert [p[pre : len(p) - suf] for p in prompts] == ["red?", "blue?", "rose?"]
+    # a label's ": " ends the template too; the question's own words are never cut ("Q: r" is shared)
+    assert _common_ends(["Q: red? A", "Q: rose? A"]) == (3, 0)
+    assert _common_ends(["How many cats?", "How many dogs?"]) == (0, 0)
     assert _common_ends(["same", "same"]) == (4, 0)  # prefix and suffix never overlap
     assert _common_ends(["only one"]) == (0, 0)
 
