@@ -214,7 +214,7 @@ class SampleWriter:
                 parsed = record.get("parsed") if "parsed" in record else reply  # a judge reads the whole reply
                 rows.append([line.get("doc_id"), evidence.OUTCOMES.index(outcome),
                              None if score is None else round(score, 4), _short(evidence.text(parsed), SHORT),
-                             _short(evidence.truth(line, record), SHORT), cat, _short(middle, SNIPPET),
+                             _short(evidence.truth(line, record, benchmark), SHORT), cat, _short(middle, SNIPPET),
                              _short(reply, SNIPPET), images[0] if images else ""])  # fmt: skip
                 details.append(_clean({
                     "prompt": middle,
@@ -223,7 +223,7 @@ class SampleWriter:
                     "judged_whole": "parsed" not in record,
                     "why": record.get("reason") or record.get("rule_reason"),
                     "rule": record.get("rule_reason") if record.get("reason") else None,
-                    "truth": evidence.truth(line, record),
+                    "truth": evidence.truth(line, record, benchmark),
                     "metric": metric,
                     "record": record,
                     "images": images,

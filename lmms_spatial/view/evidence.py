@@ -12,7 +12,8 @@ models share:
 
 A benchmark adds its own evidence in ``tasks/<key>/view.py`` (found by its folder, like the report's layouts):
 ``DATA_COLUMNS`` (dataset columns its hook reads), ``data_config(task) -> str | None`` (the data subfolder of a
-task's rows) and ``evidence(line, record, row) -> list[dict]`` (blocks such as ``{"type": "grid", ...}``).
+task's rows), ``evidence(line, record, row) -> list[dict]`` (blocks such as ``{"type": "grid", ...}``) and
+``truth(line, record) -> str | None`` (the ground truth where the record does not name it).
 """
 
 from __future__ import annotations
@@ -100,7 +101,14 @@ def category(record: Mapping[str, Any]) -> str:
     return next((str(record[k]) for k in CATEGORY_KEYS if record.get(k) not in (None, "")), "")
 
 
-def truth(line: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+def truth(line: Mapping[str, Any], record: Mapping[str, Any], benchmark: str | None = None) -> str:
+    """The ground truth as the record names it (``answer_text``, ``answer``), a benchmark hook's ``truth`` (e.g. a
+    map task, whose truth is a grid), else the line's ``target``."""
+    mod = hook(benchmark)
+    if mod is not None and hasattr(mod, "truth"):
+        found = mod.truth(line, record)
+        if found is not None:
+            return found
     for key in ("answer_text", "answer"):
         if record.get(key) not in (None, ""):
             return str(record[key])

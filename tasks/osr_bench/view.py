@@ -21,6 +21,11 @@ def data_config(task: str) -> str:
     return "negative" if "negative" in task else "standard"
 
 
+def truth(line: Mapping[str, Any], record: Mapping[str, Any]) -> str | None:
+    """A map task's truth is the true map (the line's ``target`` is its image's first question's answer)."""
+    return "the true map (the grid below)" if "tp" in record else None
+
+
 def evidence(line: Mapping[str, Any], record: Mapping[str, Any], row: Mapping[str, Any] | None) -> list[dict]:
     from lmms_spatial.metrics.osr_bench import (
         GRID,

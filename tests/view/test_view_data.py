@@ -142,6 +142,7 @@ def test_a_map_is_marked_as_the_scorer_matched_it(view_site) -> None:
     entry = _entry(manifest, 1, "osr_cogmap_standard")
     row, detail = _rows(view_site, entry)[0], _details(view_site, entry)[0]
     assert detail["reply"] == MAP_REPLY
+    assert detail["truth"] == "the true map (the grid below)"  # not the line's target (a QA answer of its image)
     # TP 4 (both chairs, tv, table), FP 2 (sofa far off, piano), FN 2 (sofa, lamp): F1 = 2 * (4/6)^2 / (8/6)
     assert row[2] == pytest.approx(2 / 3, abs=1e-4) and manifest["outcomes"][row[1]] == "wrong"
     grid = next(b for b in detail["blocks"] if b["type"] == "grid")
