@@ -10,6 +10,8 @@
 - ``lmms-spatial report RESULTS [...]``: each paper's tables for the runs found (results folders or
   ``*_results.json``), next to the published rows, with bootstrap CIs, chance level, unparsed
   rate, analyses from the samples files and plots (markdown, CSV, LaTeX, PNG).
+- ``lmms-spatial view RESULTS [...] --out site/``: one static folder (open ``index.html`` from disk) with the report's
+  tables and every sample: images, prompt, reply, parsed answer, truth, score, judge verdict, filters, figures.
 - ``lmms-spatial bench``: per-task CPU ms/doc of our code, ODI decode, OSR scoring at full size,
   OSR calls per image and (``--model``) end-to-end docs/s; JSON for comparing runs.
 - ``lmms-spatial convert BENCHMARK RELEASE OUT``: a local copy of a release -> the normalised layout
@@ -108,9 +110,37 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if missing:
         print(f"demo failed: no results for {missing}", file=sys.stderr)
         return 1
-    return _cmd_report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex", out=str(work / "report"),
-                                          labels=None, seed=0, no_plots=False, quiet=True,
-                                          diagnose_mmsi=False))  # fmt: skip
+    status = _cmd_report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex",
+                                            out=str(work / "report"), labels=None, seed=0, no_plots=False, quiet=True,
+                                            diagnose_mmsi=False))  # fmt: skip
+    if status:
+        return status
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    data = [f"{key}={env[b.env_var]}" for key, b in BENCHMARKS.items() if env.get(b.env_var)]
+    return _cmd_view(argparse.Namespace(results=[str(results_file)], out=str(work / "view"), labels=None, data=data,
+                                        seed=0, no_plots=False, chunk=None))  # fmt: skip
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from lmms_spatial.view.build import CHUNK, build, summary_lines
+
+    data = {}
+    for item in args.data or []:
+        key, sep, path = item.partition("=")
+        if not sep or not key or not Path(path).exists():
+            print(f"view: --data {item!r}: expected KEY=PATH of an existing folder or file", file=sys.stderr)
+            return 1
+        data[key] = path
+    labels = args.labels.split(",") if args.labels else None
+    try:
+        result = build(args.results, Path(args.out), labels=labels, data=data, seed=args.seed,
+                       plots=not args.no_plots, chunk=args.chunk or CHUNK)  # fmt: skip
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"view: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(summary_lines(result)))
+    return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -330,6 +360,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="also diagnose MMSI-Bench replies with the LLM judge (failure modes, reasoning accuracy; cached)",
     )
     rep.set_defaults(func=_cmd_report)
+    view = sub.add_parser("view", help="a static results page (tables, every sample, figures) that opens from disk")
+    view.add_argument("results", nargs="+", help="output folders or *_results.json files of finished runs")
+    view.add_argument("--out", default="site", help="folder to write the page into (default: site/)")
+    view.add_argument("--labels", help="comma-separated model names, one per results file in the order found")
+    view.add_argument(
+        "--data",
+        action="append",
+        metavar="KEY=PATH",
+        help="a benchmark's local data for the images (default: its LMMS_SPATIAL_<NAME>_PATH)",
+    )
+    view.add_argument("--seed", type=int, default=0, help="bootstrap seed of the tables (default 0, as report)")
+    view.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    view.add_argument("--chunk", type=int, default=None, help="samples per data file (default 1000)")
+    view.set_defaults(func=_cmd_view)
     bench = sub.add_parser("bench", help="measure our per-document CPU cost, ODI decode, OSR scoring and calls")
     from lmms_spatial.bench import add_arguments as _bench_arguments
 

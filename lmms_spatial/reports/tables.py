@@ -279,6 +279,7 @@ class Row:
     cells: list[Cell]
     note: str = ""
     model: str = ""  # the model's label without marks (model, chance and unparsed rows of a run)
+    runs: list[Run] = field(default_factory=list, repr=False)  # the runs behind a run's row (their conditions)
 
 
 @dataclass
@@ -595,7 +596,7 @@ def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bo
     for e in entries:
         group = e.runs
         cells = [_cell_for_runs(c.spec, group, _scale(c, scale), seed, ci) for c in layout.columns]
-        table.rows.append(Row(e.label, "model", cells, model=e.base))
+        table.rows.append(Row(e.label, "model", cells, model=e.base, runs=list(group)))
         table.notes.extend(e.notes)
         for extra_label, make in layout.extra_rows:
             specs = [make(c) for c in layout.columns]
@@ -605,9 +606,11 @@ def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bo
                 for s, c in zip(specs, layout.columns, strict=True)
             ]  # fmt: skip
             if any(c.value is not None for c in cells):
-                table.rows.append(Row(f"{e.label} {extra_label}", "model", cells, model=f"{e.base} {extra_label}"))
+                table.rows.append(
+                    Row(f"{e.label} {extra_label}", "model", cells, model=f"{e.base} {extra_label}", runs=list(group))
+                )
         unparsed = [_rate_cell(c, group, "unparsed", scale) for c in layout.columns]
-        table.rows.append(Row(f"{e.label} unparsed", "unparsed", unparsed, model=e.base))
+        table.rows.append(Row(f"{e.label} unparsed", "unparsed", unparsed, model=e.base, runs=list(group)))
         chance = [_rate_cell(c, group, "chance", scale) for c in layout.columns]
         chance_rows.append(Row(f"{e.label} chance level", "chance", chance, model=e.base))
     table.warnings.extend(_pool_warnings(entries, tasks))

@@ -1,0 +1,186 @@
+"""What the page shows of one samples line: the score record, the outcome, and the evidence blocks.
+
+Everything here is read from the samples line (and, for a benchmark's hook, the dataset row of the same
+document): nothing is recomputed that the run did not record. Generic keys cover what several benchmarks or
+models share:
+
+- the score record: the first dict-valued metric of the line that holds ``score``, ``parsed`` or ``failed``;
+- ``parsed`` / ``reason`` (``rule_reason``): the parsed answer and why; ``answer`` / ``answer_text``: the truth;
+- ``options`` (+ ``option_seed``): the options in the order the model saw them (DORI: the run's option seed);
+- ``judge`` / ``rubric`` / ``judge_reply`` / ``fallback`` / ``failed``: the judge's verdict;
+- ``omni_cot.crops[].box`` (normalised ``[x1, y1, x2, y2]``, ``kept``): the crops Omni-CoT chose, drawn on the ERP.
+
+A benchmark adds its own evidence in ``tasks/<key>/view.py`` (found by its folder, like the report's layouts):
+``DATA_COLUMNS`` (dataset columns its hook reads), ``data_config(task) -> str | None`` (the data subfolder of a
+task's rows), ``evidence(line, record, row) -> list[dict]`` (blocks such as ``{"type": "grid", ...}``) and
+``truth(line, record) -> str | None`` (the ground truth where the record does not name it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from collections.abc import Mapping
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+# samples fields that are the run's plumbing, not metrics
+_PLUMBING = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "doc_hash", "prompt_hash",
+                       "target_hash", "input", "token_counts"})  # fmt: skip
+CATEGORY_KEYS = ("category", "skill", "task", "question_type")  # the record field a sample's category is read from
+OUTCOMES = ("right", "wrong", "unparsed", "judge_failure", "not_scored")
+
+
+@cache
+def hook(benchmark: str | None) -> ModuleType | None:
+    """``lmms_spatial.tasks.<benchmark>.view`` (None when the benchmark declares none)."""
+    if not benchmark:
+        return None
+    try:
+        return importlib.import_module(f"lmms_spatial.tasks.{benchmark}.view")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.endswith(f"{benchmark}.view"):
+            return None
+        raise
+
+
+def score_record(line: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """(metric name, record) of the line's first per-document score record ((None, {}) when it has none)."""
+    for key, value in line.items():
+        if key not in _PLUMBING and isinstance(value, Mapping) and {"score", "parsed", "failed"} & set(value):
+            return key, dict(value)
+    return None, {}
+
+
+def number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return None
+    return float(value)
+
+
+def outcome(line: Mapping[str, Any], record: Mapping[str, Any]) -> str:
+    """right / wrong / unparsed / judge_failure / not_scored, from what the run recorded.
+
+    A judge failure is a record the run marked ``failed`` (no verdict: never scored); unparsed is a record whose
+    ``parsed`` is None (or a line whose ``unparsed_rate`` is 1); right is a score of 1 (a partial score, such as
+    OSR-Bench's counting credit or a map's F1 below 1, is wrong).
+    """
+    if record.get("failed") is True:
+        return "judge_failure"
+    score = number(record.get("score"))
+    if ("parsed" in record and record.get("parsed") is None) or number(line.get("unparsed_rate")) == 1.0:
+        return "unparsed"
+    if score is None:
+        score = next((n for k in ("accuracy", "score") if (n := number(line.get(k))) is not None), None)
+    if score is None:
+        return "not_scored"
+    return "right" if score >= 1.0 - 1e-9 else "wrong"
+
+
+def reply_text(line: Mapping[str, Any]) -> str:
+    """The reply as scored (``filtered_resps``; ``resps`` when there is none)."""
+    for key in ("filtered_resps", "resps"):
+        value = line.get(key)
+        while isinstance(value, list) and value:
+            value = value[0]
+        if value is not None and value != []:
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return ""
+
+
+def prompt_text(line: Mapping[str, Any]) -> str:
+    value = line.get("input")
+    if value is None:
+        value = line.get("arguments")
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def category(record: Mapping[str, Any]) -> str:
+    return next((str(record[k]) for k in CATEGORY_KEYS if record.get(k) not in (None, "")), "")
+
+
+def truth(line: Mapping[str, Any], record: Mapping[str, Any], benchmark: str | None = None) -> str:
+    """The ground truth as the record names it (``answer_text``, ``answer``), a benchmark hook's ``truth`` (e.g. a
+    map task, whose truth is a grid), else the line's ``target``."""
+    mod = hook(benchmark)
+    if mod is not None and hasattr(mod, "truth"):
+        found = mod.truth(line, record)
+        if found is not None:
+            return found
+    for key in ("answer_text", "answer"):
+        if record.get(key) not in (None, ""):
+            return str(record[key])
+    target = line.get("target")
+    return "" if target is None else target if isinstance(target, str) else json.dumps(target, ensure_ascii=False)
+
+
+def text(value: Any) -> str:
+    return "" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def generic_blocks(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Options in the order shown, the judge's verdict and Omni-CoT's crops, where the record holds them."""
+    blocks: list[dict[str, Any]] = []
+    options = record.get("options")
+    if isinstance(options, list) and options and all(isinstance(o, str) for o in options):
+        seed = record.get("option_seed")
+        letters = [chr(ord("A") + i) for i in range(len(options))]
+        blocks.append({
+            "type": "options",
+            "title": "Options as the model saw them" + (f" (option seed {seed})" if seed is not None else ""),
+            "items": [{"letter": letter, "text": o, "truth": letter == record.get("answer"),
+                       "parsed": letter == record.get("parsed")} for letter, o in zip(letters, options, strict=True)],
+        })  # fmt: skip
+    if "judge" in record or "rubric" in record or str(record.get("reason", "")).startswith("judge_"):
+        blocks.append({
+            "type": "judge",
+            "title": "Judge verdict",
+            "items": [[k, text(record.get(k))] for k in ("judge", "rubric", "rubric_version", "reason", "failed",
+                                                            "fallback", "cached", "score", "judge_reply")
+                      if k in record],
+        })  # fmt: skip
+    omni = record.get("omni_cot")
+    if isinstance(omni, Mapping):
+        crops = [c for c in omni.get("crops") or [] if isinstance(c, Mapping) and _box(c.get("box"))]
+        blocks.append({
+            "type": "crops",
+            "title": f"Omni-CoT: {len(crops)} crops, {sum(bool(c.get('kept')) for c in crops)} kept",
+            "image": 0,
+            "items": [{"box": _box(c.get("box")), "kept": bool(c.get("kept")), "label": f"crop {i + 1}: "
+                       + " ".join(text(c.get(k)) for k in ("direction", "relevance") if c.get(k) is not None)}
+                      for i, c in enumerate(crops)],
+            "notes": [[k, text(omni.get(k))] for k in ("first_answer", "final_answer", "refined", "grounding_reply")
+                      if k in omni],
+        })  # fmt: skip
+    return blocks
+
+
+def _box(value: Any) -> list[float] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 4 and all(number(v) is not None for v in value):
+        return [round(float(v), 4) for v in value]
+    return None
+
+
+def blocks(benchmark: str | None, line: Mapping[str, Any], record: Mapping[str, Any],
+           row: Mapping[str, Any] | None) -> list[dict[str, Any]]:  # fmt: skip
+    """The generic blocks, then the benchmark hook's (a hook that fails on a line shows why, not a crash)."""
+    out = generic_blocks(record)
+    mod = hook(benchmark)
+    if mod is not None and hasattr(mod, "evidence"):
+        try:
+            out.extend(mod.evidence(line, record, row))
+        except Exception as exc:  # noqa: BLE001 - one odd line must not stop the page; the block says why
+            out.append({"type": "note", "title": "Evidence", "text": f"tasks/{benchmark}/view.py failed: {exc!r}"})
+    return out
+
+
+def data_columns(benchmark: str | None) -> tuple[str, ...]:
+    mod = hook(benchmark)
+    return tuple(getattr(mod, "DATA_COLUMNS", ())) if mod is not None else ()
+
+
+def data_config(benchmark: str | None, task: str) -> str | None:
+    mod = hook(benchmark)
+    return mod.data_config(task) if mod is not None and hasattr(mod, "data_config") else None

@@ -1,0 +1,130 @@
+"""The images of a sample, from the benchmark's data (the samples files hold none), as small JPEG files.
+
+A sample's document is found by its score record's ``id`` in the ``id`` column of the benchmark's parquet files:
+the folder given with ``--data KEY=PATH``, else the benchmark's ``LMMS_SPATIAL_<NAME>_PATH`` (what the run read).
+Nothing is downloaded: without a local copy the page says the images need one. Each distinct image is written
+once (named by its content hash): ``thumbs/<hash>.jpg`` for the list (``THUMB`` pixels on its longer side) and
+``large/<hash>.js`` (a data URL in a script, ``LARGE`` pixels) for the larger view and figure export (a canvas
+stays exportable only with images that are not ``file://`` URLs).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+THUMB = 320
+LARGE = 1280
+IMAGE_COLUMNS = ("image", "images")
+
+
+def data_roots(given: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """{benchmark: local data path}: ``given`` first, then each benchmark's environment variable."""
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    roots = {k: Path(v) for k, v in (given or {}).items()}
+    for key, bench in BENCHMARKS.items():
+        value = os.environ.get(bench.env_var, "").strip()
+        if key not in roots and value and Path(value).exists():
+            roots[key] = Path(value)
+    return roots
+
+
+class DataIndex:
+    """Rows of each benchmark's local data by ``id`` (read once per benchmark and data subfolder)."""
+
+    def __init__(self, roots: Mapping[str, Path]):
+        self.roots = dict(roots)
+        self._tables: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = {}
+
+    def where(self, benchmark: str | None) -> str | None:
+        return str(self.roots[benchmark]) if benchmark in self.roots else None
+
+    def row(self, benchmark: str | None, config: str | None, columns: tuple[str, ...], doc: Any) -> dict | None:
+        if benchmark not in self.roots or doc is None:
+            return None
+        key = (benchmark, config)
+        if key not in self._tables:
+            self._tables[key] = self._read(self.roots[benchmark], config, columns)
+        return self._tables[key].get(str(doc))
+
+    @staticmethod
+    def _read(root: Path, config: str | None, columns: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        import pyarrow.parquet as pq
+
+        if root.is_file():
+            files = [root]
+        else:
+            base = root / config if config and (root / config).is_dir() else root
+            files = sorted(base.rglob("*.parquet"))
+        out: dict[str, dict[str, Any]] = {}
+        for f in files:
+            names = pq.read_schema(f).names
+            if "id" not in names:
+                continue
+            wanted = ["id", *[c for c in (*IMAGE_COLUMNS, *columns) if c in names]]
+            for rec in pq.read_table(f, columns=wanted).to_pylist():
+                out.setdefault(str(rec["id"]), rec)
+        return out
+
+
+def image_bytes(row: Mapping[str, Any] | None) -> list[bytes]:
+    """The encoded images of a dataset row (``image`` or ``images``; ``{"bytes": ...}`` structs or paths)."""
+    if not row:
+        return []
+    found: list[bytes] = []
+    for col in IMAGE_COLUMNS:
+        value = row.get(col)
+        items = value if isinstance(value, list) else [value] if value is not None else []
+        for item in items:
+            if isinstance(item, Mapping) and item.get("bytes"):
+                found.append(bytes(item["bytes"]))
+            elif isinstance(item, Mapping) and item.get("path") and Path(item["path"]).is_file():
+                found.append(Path(item["path"]).read_bytes())
+    return found
+
+
+class ImageStore:
+    """Writes each distinct image once, as a thumbnail file and a larger data-URL script; counts the bytes."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.seen: dict[str, dict[str, Any]] = {}
+        self.thumb_bytes = 0
+        self.large_bytes = 0
+
+    def add(self, data: bytes) -> dict[str, Any] | None:
+        digest = hashlib.sha1(data).hexdigest()[:20]
+        if digest in self.seen:
+            return self.seen[digest]
+        from PIL import Image
+
+        try:
+            with Image.open(io.BytesIO(data)) as img:
+                img = img.convert("RGB")
+                width, height = img.size
+                thumb, large = img.copy(), img.copy()
+        except Exception:  # noqa: BLE001 - an image PIL cannot read is shown as missing, not a crash
+            self.seen[digest] = {}
+            return None
+        thumb.thumbnail((THUMB, THUMB))
+        large.thumbnail((LARGE, LARGE))
+        (self.out / "thumbs").mkdir(parents=True, exist_ok=True)
+        (self.out / "large").mkdir(parents=True, exist_ok=True)
+        buf = io.BytesIO()
+        thumb.save(buf, "JPEG", quality=70, optimize=True)
+        (self.out / "thumbs" / f"{digest}.jpg").write_bytes(buf.getvalue())
+        self.thumb_bytes += buf.tell()
+        buf = io.BytesIO()
+        large.save(buf, "JPEG", quality=82, optimize=True)
+        script = f'LMMSView.image("{digest}","data:image/jpeg;base64,{base64.b64encode(buf.getvalue()).decode()}");\n'
+        (self.out / "large" / f"{digest}.js").write_text(script, encoding="ascii")
+        self.large_bytes += len(script)
+        entry = {"id": digest, "w": width, "h": height, "tw": thumb.size[0], "th": thumb.size[1]}
+        self.seen[digest] = entry
+        return entry
