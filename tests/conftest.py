@@ -209,6 +209,15 @@ def _demo_run(folder: Path) -> DemoRun:
     return DemoRun(int((folder / "returncode").read_text()), read[0](), read[1](), folder / "demo")
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--full-size",
+        action="store_true",
+        help="also run the full-size viewer test (a whole synthetic OSR-Bench run, 6-11 min on 2 cores; "
+        ".ci/run runs it as its own step)",
+    )
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items) -> None:
     """Order the tests for two workers, and tag each xdist_group test's node id with its group, as

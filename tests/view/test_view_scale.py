@@ -123,7 +123,9 @@ def write_synthetic_osr_run(out: Path, images: int = IMAGES) -> tuple[Path, Path
 
 @pytest.mark.slow
 @pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
-def test_a_full_size_osr_bench_run_opens_and_loads_every_sample(browser, shots, tmp_path) -> None:
+def test_a_full_size_osr_bench_run_opens_and_loads_every_sample(browser, shots, tmp_path, request) -> None:
+    if not request.config.getoption("--full-size"):
+        pytest.skip("the full-size page takes 6-11 min on 2 cores: pytest --full-size tests/view/test_view_scale.py")
     from lmms_spatial.view.build import build
 
     results_file, data = write_synthetic_osr_run(tmp_path / "run")
