@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_spatial import run_state
 from lmms_spatial.data.erp_image import ResolutionCap
 
 ENV_API_IMAGES = "LMMS_SPATIAL_ODI_API_IMAGES"
@@ -202,22 +202,20 @@ def provider_for(lm: Any) -> ModelImages:
     return ModelImages(PROVIDERS[by_name or family], shown, recognised=by_name is not None)
 
 
-# --- the model being evaluated (set by lmms_spatial.plugin.api_images around lmms-eval's evaluate) ---
-
-_current: ModelImages | None = None
-_lock = threading.Lock()
+# --- the model being evaluated: part of the run's state (lmms_spatial.run_state), set around lmms-eval's evaluate ---
 
 
 def set_model(lm: Any) -> ModelImages | None:
-    """Remember the rule of the model lmms-eval is about to evaluate (None forgets it)."""
-    global _current
-    with _lock:
-        _current = None if lm is None else provider_for(lm)
-        return _current
+    """Make ``lm`` the model being evaluated, with its rule, in the run's state (None forgets it); returns the rule."""
+    evaluation = None if lm is None else run_state.Evaluation(lm, provider_for(lm))
+    run_state.set_evaluation(evaluation)
+    return None if evaluation is None else evaluation.images
 
 
 def current_model() -> ModelImages | None:
-    return _current
+    """The rule of the model being evaluated (:attr:`lmms_spatial.run_state.Evaluation.images`), if one is."""
+    evaluation = run_state.evaluation()
+    return None if evaluation is None else evaluation.images
 
 
 def rule_in_effect(env: Mapping[str, str] | None = None) -> ProviderImages | None:
@@ -234,5 +232,5 @@ def rule_in_effect(env: Mapping[str, str] | None = None) -> ProviderImages | Non
             known = ", ".join([*PROVIDERS, NONE])
             raise ValueError(f"{ENV_API_IMAGES}={forced!r}: expected one of {known}")
         return PROVIDERS[forced]
-    model = _current
+    model = current_model()
     return None if model is None else model.provider
