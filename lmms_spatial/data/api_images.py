@@ -8,7 +8,9 @@ providers refuse (~20 MB per image) or shrink anyway. So ODI-Bench sizes the pan
 to an API model as that provider would (:data:`PROVIDERS`), using the reduced JPEG decode of
 :func:`lmms_spatial.data.erp_image.decode_erp` (nothing decodes 175 MP just to shrink it).
 
-Which provider: :func:`provider_for` reads the model object lmms-eval evaluates (our wrappers
+Which provider: :func:`provider_for` reads the model object lmms-eval evaluates, which the run's state holds
+with its rule while ``evaluate`` runs (:class:`lmms_spatial.run_state.Evaluation`, set through :func:`set_model`
+by the evaluate wrapper; our wrappers
 ``staged`` / ``omni_cot`` are looked through to their ``base``): a known API model class, or any
 model holding an HTTP client or URL, is an API model; its model name picks the provider
 (``gpt-4o`` / ``o3`` -> OpenAI, ``gemini-*`` -> Google, ``claude-*`` -> Anthropic,
