@@ -1,7 +1,8 @@
 """How a benchmark's paper is cited in reports: :class:`Citation`.
 
 Each benchmark declares its own (``CITATION`` in ``lmms_spatial/reports/layouts/<key>.py``;
-:func:`lmms_spatial.reports.layouts.citations` collects them); the shipped ones were checked against the arXiv listings (titles, identifiers, authors) on 2026-11-22.
+:func:`lmms_spatial.reports.layouts.citations` collects them); the shipped ones were checked against the
+arXiv listings (titles, identifiers, authors) on 2026-11-22.
 """
 
 from __future__ import annotations
