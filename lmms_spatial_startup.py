@@ -18,10 +18,11 @@ DISABLE_ENV = "LMMS_SPATIAL_DISABLE_HOOK"
 
 # lmms-eval module -> "module:function" patches run on it right after it is first executed.
 # Each is idempotent and cheap; one that raises is reported and skipped, never breaks the import.
+# One wrapper per lmms-eval function: docs/plugin.md lists each, the line of lmms-eval it depends on, and the
+# upstream change that would retire it.
 PATCHES = {
     "lmms_eval.tasks": ("lmms_spatial.plugin.tasks:patch_task_manager",),
     "lmms_eval.api.task": (
-        "lmms_spatial.plugin.empty_tasks:patch_empty_tasks",
         "lmms_spatial.plugin.tasks:patch_task_building",
         "lmms_spatial.plugin.tasks:patch_data_retries",
         "lmms_spatial.plugin.isolation:patch_process_results",
@@ -32,11 +33,7 @@ PATCHES = {
     ),
     "lmms_eval.evaluator_utils": ("lmms_spatial.plugin.isolation:patch_task_output",),
     "lmms_eval.caching.response_cache": ("lmms_spatial.plugin.resume:patch_response_cache",),
-    "lmms_eval.evaluator": (
-        "lmms_spatial.plugin.run:patch_evaluator",
-        "lmms_spatial.plugin.api_images:patch_api_image_sizing",
-        "lmms_spatial.plugin.empty_tasks:patch_skip_empty_tasks",
-    ),
+    "lmms_eval.evaluator": ("lmms_spatial.plugin.run:patch_evaluator",),
 }
 
 
@@ -119,6 +116,35 @@ def _patch_deferred():
     for module in [m for m in _deferred if not _initializing(m)]:
         _deferred.remove(module)
         apply_patches(module)
+
+
+_late: list[bool] = []
+
+
+def late_installed():
+    """Whether :func:`install_late` patched lmms-eval in this process."""
+    return bool(_late) and _late[0]
+
+
+def install_late():
+    """With the startup hook off (``LMMS_SPATIAL_DISABLE_HOOK=1``, the README's ``--include_path`` route), patch
+    the lmms-eval modules already imported when lmms-eval first builds a task of ours (its documents are loaded:
+    ``lmms_spatial.data.loading.documents_of`` calls this), so that run gets every guarantee of a run of ours. Our
+    task folder is not added to lmms-eval's task index (that is what the switch is for). Once per process;
+    nothing when the hook did its work, or lmms-eval is not running."""
+    if _late:
+        return
+    evaluator = sys.modules.get("lmms_eval.evaluator")
+    if evaluator is None:  # lmms-eval is not evaluating (a script that builds tasks): nothing to do yet
+        return
+    if getattr(evaluator, "_lmms_spatial_patched", False):
+        _late.append(False)
+        return
+    _late.append(True)
+    for name in PATCHES:
+        module = sys.modules.get(name)
+        if module is not None and name != "lmms_eval.tasks":
+            apply_patches(module)
 
 
 def install():

@@ -1,7 +1,9 @@
 """A task of ours with no documents: built, left out of the evaluated tasks by name, the groups say what they cover.
 
-The patches run here on stand-ins for lmms-eval's modules (same names and call shapes); the end-to-end
-test (tests/e2e/test_api_models_and_releases_cli.py) runs them inside the lmms-eval CLI.
+The one wrapper of each lmms-eval function (``ConfigurableTask.__init__``: :mod:`lmms_spatial.plugin.tasks`;
+``get_task_dict`` and ``simple_evaluate``: :mod:`lmms_spatial.plugin.run`) runs here on stand-ins for lmms-eval's
+modules (same names and call shapes); the end-to-end test (tests/e2e/test_api_models_and_releases_cli.py) runs them
+inside the lmms-eval CLI.
 """
 
 from __future__ import annotations
@@ -10,24 +12,26 @@ import types
 
 import pytest
 
-from lmms_spatial.plugin import empty_tasks
+from lmms_spatial.plugin import empty_tasks, failures
 from lmms_spatial.plugin.empty_tasks import (
     COVERAGE_KEY,
     DOCUMENTS_KEY,
     NO_DOCUMENTS,
     NoDocumentsError,
-    patch_empty_tasks,
-    patch_skip_empty_tasks,
     without_empty_tasks,
 )
+from lmms_spatial.plugin.run import patch_evaluator
+from lmms_spatial.plugin.tasks import patch_task_building
 
 
 @pytest.fixture(autouse=True)
 def _forget_empty_tasks():
     """The state a run leaves (read at exit to set the exit status) must not outlive a test."""
+    failures.reset()
     yield
     empty_tasks._empty.clear()
     empty_tasks._coverage.clear()
+    failures.reset()
 
 
 def _ours(doc):  # a task function of our package
@@ -59,30 +63,30 @@ def _task_module():
 
 def test_our_task_with_no_documents_is_built_and_flagged():
     module = _task_module()
-    patch_empty_tasks(module)
+    patch_task_building(module)
     task = module.ConfigurableTask(config={"task": "odi_bench_close_ocr", "docs": [], "process_docs": _ours})
     assert task.features == ["id"] and getattr(task, empty_tasks._FLAG)
 
 
 def test_our_task_with_documents_is_not_flagged():
     module = _task_module()
-    patch_empty_tasks(module)
+    patch_task_building(module)
     task = module.ConfigurableTask(config={"task": "odi_bench_close_oa", "docs": [{"id": 1}], "process_docs": _ours})
     assert not getattr(task, empty_tasks._FLAG, False)
 
 
 def test_a_built_in_task_with_no_documents_fails_as_lmms_eval_makes_it():
     module = _task_module()
-    patch_empty_tasks(module)
+    patch_task_building(module)
     with pytest.raises(IndexError):
         module.ConfigurableTask(config={"task": "mme", "docs": [], "process_docs": _builtin})
 
 
 def test_patching_twice_wraps_once():
     module = _task_module()
-    patch_empty_tasks(module)
+    patch_task_building(module)
     once = module.ConfigurableTask.__init__
-    patch_empty_tasks(module)
+    patch_task_building(module)
     assert module.ConfigurableTask.__init__ is once
 
 
@@ -154,7 +158,7 @@ def test_results_name_each_empty_task_and_what_each_group_covers():
         "groups": {"odi_bench_close": {"accuracy,none": 0.5}},
     }  # fmt: skip
     module = _evaluator_module(_odi_task_dict(), results)
-    patch_skip_empty_tasks(module)
+    patch_evaluator(module)
     out = module.simple_evaluate(["odi_bench"])
     assert [g.group for g in module.evaluated] == ["odi_bench"]
     assert out["results"]["odi_bench_close_ocr"] == {"alias": "odi_bench_close_ocr", DOCUMENTS_KEY: NO_DOCUMENTS}
@@ -171,7 +175,7 @@ def test_results_name_each_empty_task_and_what_each_group_covers():
 def test_a_run_with_only_empty_tasks_fails_in_one_line_naming_them():
     only_ocr = {"odi_bench_close_ocr": _task("odi_bench_close_ocr", empty=True)}
     module = _evaluator_module(only_ocr, {"results": {}})
-    patch_skip_empty_tasks(module)
+    patch_evaluator(module)
     with pytest.raises(NoDocumentsError, match=f"^odi_bench_close_ocr: {NO_DOCUMENTS}; nothing left to evaluate$"):
         module.simple_evaluate(["odi_bench_close_ocr"])
     assert empty_tasks._empty == []  # the failure's own line says it; no second line at exit
@@ -181,6 +185,6 @@ def test_a_run_without_empty_tasks_is_untouched():
     task_dict = {"odi_bench_close_oa": _task("odi_bench_close_oa")}
     results = {"results": {"odi_bench_close_oa": {"accuracy,none": 1.0}}}
     module = _evaluator_module(task_dict, results)
-    patch_skip_empty_tasks(module)
+    patch_evaluator(module)
     assert module.simple_evaluate(["odi_bench_close_oa"]) == {"results": {"odi_bench_close_oa": {"accuracy,none": 1.0}}}
     assert module.evaluated == task_dict

@@ -127,10 +127,10 @@ def merge_lock_of_a_run_of_ours(monkeypatch):
     """lmms-eval's ``_merge_lock`` as a run of ours takes it."""
     import lmms_eval.caching.response_cache as module
 
-    from lmms_spatial.plugin import run
+    from lmms_spatial import run_state
 
     resume.patch_response_cache(module)  # idempotent: the startup hook has normally done it already
-    monkeypatch.setattr(run, "active", lambda: True)
+    monkeypatch.setattr(run_state, "active", lambda: True)
     return module
 
 

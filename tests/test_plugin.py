@@ -271,7 +271,7 @@ def _evaluate_call(model: str | None, response_cache=None):
     """``evaluate``'s arguments as our wrapper sees them, in a run of ours made by ``simple_evaluate(model=...)``."""
     import inspect
 
-    from lmms_spatial.plugin.run import Call, Run
+    from lmms_spatial.run_state import Call, Run
 
     def evaluate(lm, task_dict, limit=None, cli_args=None, response_cache=None):
         pass
@@ -370,7 +370,7 @@ def _task(name: str, **functions):
 
 
 def test_a_task_is_ours_when_its_code_is_ours_whatever_it_is_named():
-    from lmms_spatial.plugin.tasks import is_ours
+    from lmms_spatial.plugin.ours import is_ours
     from lmms_spatial.tasks.mmsi import adapter
 
     def users_scorer(doc, results):
@@ -385,7 +385,7 @@ def test_a_function_written_in_one_of_our_utils_files_is_ours(tmp_path):
     import os
 
     from lmms_spatial.paths import tasks_dir
-    from lmms_spatial.plugin.tasks import is_ours
+    from lmms_spatial.plugin.ours import is_ours
 
     namespace: dict = {}  # lmms-eval loads utils.py by file path, as module "utils"
     source = "def doc_to_text(doc):\n    return ''\n"
@@ -396,7 +396,7 @@ def test_a_function_written_in_one_of_our_utils_files_is_ours(tmp_path):
 
 
 def test_our_tasks_are_found_in_nested_groups_and_group_task_pairs():
-    from lmms_spatial.plugin.tasks import our_leaves
+    from lmms_spatial.plugin.ours import our_leaves
     from lmms_spatial.tasks.mmsi import adapter
 
     ours = {"process_results": adapter.process_results}

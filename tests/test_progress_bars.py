@@ -49,9 +49,9 @@ def batched_model_module(monkeypatch):
 def test_the_runs_bar_moves_per_batch_the_model_answers_and_counts_cached_answers_once(
     monkeypatch, progress_bars, batched_model_module
 ):
-    from lmms_spatial.plugin import run
+    from lmms_spatial import run_state
 
-    monkeypatch.setattr(run, "_RUNS", [object()])  # inside a run of ours
+    monkeypatch.setattr(run_state.STATE, "runs", [object()])  # inside a run of ours
     monkeypatch.setenv(resume.ENV_SAVE_EVERY, "4")
     lm = batched_model_module.BatchedModel()
     cached = {9}  # the last chunk's second request is answered from the store: the model never sees it

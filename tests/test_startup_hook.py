@@ -279,3 +279,34 @@ def test_the_startup_hook_costs_at_most_1_ms_at_interpreter_start_in_a_wheel_ins
     assert install.returncode == 0, install.stderr[-3000:]
     assert (Path(site) / "lmms_spatial_startup.pth").is_file()
     assert min(_hook_import_us(python) for _ in range(7)) <= 1000
+
+
+def test_each_lmms_eval_function_has_one_wrapper_of_ours_around_lmms_evals_own():
+    """``simple_evaluate``, ``get_task_dict`` and ``evaluate`` were each wrapped by two modules, and
+    ``ConfigurableTask.__init__`` too: now one wrapper each, whose ``__wrapped__`` is lmms-eval's own code
+    (applying the patches again, as the late install may, adds no layer)."""
+    import os
+
+    import lmms_eval.api.task as task_module
+    import lmms_eval.evaluator as evaluator
+
+    import lmms_spatial_startup
+
+    for module in (task_module, evaluator):
+        lmms_spatial_startup.apply_patches(module)
+    wrapped = {
+        "evaluator.simple_evaluate": evaluator.simple_evaluate,
+        "evaluator.get_task_dict": evaluator.get_task_dict,
+        "evaluator.evaluate": evaluator.evaluate,
+        "evaluator.consolidate_group_results": evaluator.consolidate_group_results,
+        "ConfigurableTask.__init__": task_module.ConfigurableTask.__init__,
+    }
+    lmms_eval_dir = os.path.dirname(os.path.realpath(evaluator.__file__)) + os.sep
+    where = {
+        name: (
+            getattr(function, "_lmms_spatial", False),
+            os.path.realpath(function.__wrapped__.__code__.co_filename).startswith(lmms_eval_dir),
+        )
+        for name, function in wrapped.items()
+    }
+    assert where == {name: (True, True) for name in wrapped}

@@ -8,7 +8,9 @@ providers refuse (~20 MB per image) or shrink anyway. So ODI-Bench sizes the pan
 to an API model as that provider would (:data:`PROVIDERS`), using the reduced JPEG decode of
 :func:`lmms_spatial.data.erp_image.decode_erp` (nothing decodes 175 MP just to shrink it).
 
-Which provider: :func:`provider_for` reads the model object lmms-eval evaluates (our wrappers
+Which provider: :func:`provider_for` reads the model object lmms-eval evaluates, which the run's state holds
+with its rule while ``evaluate`` runs (:class:`lmms_spatial.run_state.Evaluation`, set through :func:`set_model`
+by the evaluate wrapper; our wrappers
 ``staged`` / ``omni_cot`` are looked through to their ``base``): a known API model class, or any
 model holding an HTTP client or URL, is an API model; its model name picks the provider
 (``gpt-4o`` / ``o3`` -> OpenAI, ``gemini-*`` -> Google, ``claude-*`` -> Anthropic,
@@ -32,11 +34,11 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_spatial import run_state
 from lmms_spatial.data.erp_image import ResolutionCap
 
 ENV_API_IMAGES = "LMMS_SPATIAL_ODI_API_IMAGES"
@@ -202,22 +204,20 @@ def provider_for(lm: Any) -> ModelImages:
     return ModelImages(PROVIDERS[by_name or family], shown, recognised=by_name is not None)
 
 
-# --- the model being evaluated (set by lmms_spatial.plugin.api_images around lmms-eval's evaluate) ---
-
-_current: ModelImages | None = None
-_lock = threading.Lock()
+# --- the model being evaluated: part of the run's state (lmms_spatial.run_state), set around lmms-eval's evaluate ---
 
 
 def set_model(lm: Any) -> ModelImages | None:
-    """Remember the rule of the model lmms-eval is about to evaluate (None forgets it)."""
-    global _current
-    with _lock:
-        _current = None if lm is None else provider_for(lm)
-        return _current
+    """Make ``lm`` the model being evaluated, with its rule, in the run's state (None forgets it); returns the rule."""
+    evaluation = None if lm is None else run_state.Evaluation(lm, provider_for(lm))
+    run_state.set_evaluation(evaluation)
+    return None if evaluation is None else evaluation.images
 
 
 def current_model() -> ModelImages | None:
-    return _current
+    """The rule of the model being evaluated (:attr:`lmms_spatial.run_state.Evaluation.images`), if one is."""
+    evaluation = run_state.evaluation()
+    return None if evaluation is None else evaluation.images
 
 
 def rule_in_effect(env: Mapping[str, str] | None = None) -> ProviderImages | None:
@@ -234,5 +234,5 @@ def rule_in_effect(env: Mapping[str, str] | None = None) -> ProviderImages | Non
             known = ", ".join([*PROVIDERS, NONE])
             raise ValueError(f"{ENV_API_IMAGES}={forced!r}: expected one of {known}")
         return PROVIDERS[forced]
-    model = _current
+    model = current_model()
     return None if model is None else model.provider

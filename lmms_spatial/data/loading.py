@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial import run_state
+
 PLACEHOLDER_COLUMN = "lmms_spatial_placeholder"
 PLACEHOLDER_FILE = Path(__file__).resolve().parent / "placeholder.jsonl"
 # what every YAML of ours names as its data (tasks/<key>/utils.py re-exports these two)
@@ -88,18 +90,13 @@ def documents_of(key: str, config: str | None = None) -> Callable[[Callable], Ca
     def decorate(process_docs: Callable) -> Callable:
         @functools.wraps(process_docs)
         def wrapper(dataset, *args, **kwargs):
-            from lmms_spatial.plugin import install_late, late_installed
+            import lmms_spatial_startup  # the hook module (outside this package), imported at interpreter start
 
-            install_late()  # lmms-eval is building a task of ours: with the startup hook off, patch it now
+            lmms_spatial_startup.install_late()  # lmms-eval builds a task of ours: with the hook off, patch it now
             try:
                 return _layout_named(process_docs, dataset, key, config, *args, **kwargs)
             except Exception as exc:
-                if late_installed():
-                    from lmms_spatial.plugin.failures import add_line, describe
-                    from lmms_spatial.plugin.run import in_call
-
-                    if not in_call():  # no wrapped simple_evaluate around this call to name the failure
-                        add_line(f"lmms-spatial: a task of {key} failed: {describe(exc)}")
+                run_state.documents_failed(key, exc)  # the plugin, if it listens, names it in the run's last lines
                 raise
 
         return wrapper

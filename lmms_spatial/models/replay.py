@@ -37,9 +37,11 @@ from typing import Any
 from loguru import logger
 
 from lmms_spatial import run_options
+from lmms_spatial.model_args import model_label, parse_model_args
 from lmms_spatial.models import stages
 from lmms_spatial.models._base import TextOnlyModel
-from lmms_spatial.plugin.failures import RunRefused
+from lmms_spatial.run_state import RESULTS_KEY as KEY
+from lmms_spatial.run_state import RunRefused
 
 _SAMPLES_FILE = re.compile(r"^(?P<stamp>.*?)_samples_(?P<task>.+)\.jsonl$")
 
@@ -87,8 +89,6 @@ class MixedRunsError(RunRefused, ValueError):
 
 
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
-    from lmms_spatial.plugin.conditions import parse_model_args
-
     out: dict[str, Any] = {}
     for key in SETTINGS:
         value = config.get(key)
@@ -99,8 +99,6 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
 
 def _read_results(run: LoggedRun) -> None:
     """Fill ``run``'s label and settings from its results file, when there is a readable one."""
-    from lmms_spatial.plugin.conditions import KEY, model_label
-
     results = run.folder / f"{run.stamp}_results.json"
     try:
         data = json.loads(results.read_text(encoding="utf-8"))

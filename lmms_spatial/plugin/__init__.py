@@ -11,16 +11,24 @@
   :mod:`.owners`: which live process writes where in the answer store.
 - :mod:`.isolation`: one task's scoring failure does not cost the other tasks their results.
 - :mod:`.empty_tasks`: a task of ours with no documents in the release is left out by name; the rest runs.
-- :mod:`.api_images`: our tasks know which model runs, so images for API models fit their provider.
+- :mod:`.ours`: which tasks and runs are ours, by the code they run.
+
+What the wrappers learn about the run (the call, the run of ours, the model evaluated and its API-image rule) is
+kept in :mod:`lmms_spatial.run_state`, the one place code below the plugin reads it: nothing below the plugin
+imports it (``tests/test_import_direction.py``). ``docs/plugin.md`` lists every patch.
 
 Runs with none of our tasks are left exactly as lmms-eval runs them. The patches are installed by the startup
 hook (:mod:`lmms_spatial_startup`); with it switched off, when lmms-eval first builds a task of ours
-(:func:`install_late`).
+(:func:`lmms_spatial_startup.install_late`).
 """
 
 from __future__ import annotations
 
 import sys
+
+# with the startup hook off, the data layer patches lmms-eval when it first builds a task of ours: it calls the
+# hook module, never this package (lmms_spatial_startup.install_late)
+from lmms_spatial_startup import install_late, late_installed
 
 # the lmms-eval versions whose internals these patches were written against and are tested on in CI
 # (0.7.0 and 0.7.3); later 0.7.x releases are allowed, and each patch says in one line when an internal
@@ -78,32 +86,11 @@ def internal(module, path: str, loss: str):
     return found
 
 
-_late: list[bool] = []
-
-
-def late_installed() -> bool:
-    """Whether :func:`install_late` patched lmms-eval in this process."""
-    return bool(_late) and _late[0]
-
-
-def install_late() -> None:
-    """With the startup hook off (``LMMS_SPATIAL_DISABLE_HOOK=1``, the README's ``--include_path`` route), patch
-    the lmms-eval modules already imported when lmms-eval first builds a task of ours (its documents are loaded:
-    :func:`lmms_spatial.data.loading.documents_of`), so that run gets every guarantee of a run of ours. Our task
-    folder is not added to lmms-eval's task index (that is what the switch is for). Once per process; nothing
-    when the hook did its work, or lmms-eval is not running."""
-    if _late:
-        return
-    evaluator = sys.modules.get("lmms_eval.evaluator")
-    if evaluator is None:  # lmms-eval is not evaluating (a script that builds tasks): nothing to do yet
-        return
-    if getattr(evaluator, "_lmms_spatial_patched", False):
-        _late.append(False)
-        return
-    _late.append(True)
-    import lmms_spatial_startup
-
-    for name in lmms_spatial_startup.PATCHES:
-        module = sys.modules.get(name)
-        if module is not None and name != "lmms_eval.tasks":
-            lmms_spatial_startup.apply_patches(module)
+__all__ = [
+    "SUPPORTED_RANGE",
+    "install_late",
+    "internal",
+    "late_installed",
+    "lmms_eval_version",
+    "supported",
+]

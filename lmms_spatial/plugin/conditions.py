@@ -67,43 +67,17 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from lmms_spatial.model_args import LABEL_ARGS, model_label, parse_model_args, short_name  # noqa: F401 - below the plugin
+from lmms_spatial.run_state import RESULTS_KEY as KEY
+
 SCHEMA = 1
-KEY = "lmms_spatial"
 UNPARSED_NOTE_SHARE = 0.05  # more than this share of unreadable verdicts is said in the run's last lines
-LABEL_ARGS = ("pretrained", "model_version", "model")
 # rubrics whose official code scores an unreadable verdict 0 (kept, and counted): OSR-Bench's
 # evaluation/llm_evaluator.py (json.loads fails, or no "score": 0)
 SCORED_UNPARSED = frozenset({"osr_negative"})
 
 
 # --- the model ----------------------------------------------------------------------------------
-
-
-def parse_model_args(args: Any) -> dict[str, str]:
-    """``a=b,c=d`` (lmms-eval's ``--model_args``) as a dict; a dict as is."""
-    if isinstance(args, Mapping):
-        return {str(k): str(v) for k, v in args.items()}
-    found: dict[str, str] = {}
-    for part in str(args or "").split(","):
-        name, sep, value = part.partition("=")
-        if sep and name.strip():
-            found[name.strip()] = value.strip()
-    return found
-
-
-def short_name(value: str) -> str:
-    """The last part of a Hub id or a path (``Qwen/Qwen2.5-VL-7B-Instruct`` -> ``Qwen2.5-VL-7B-Instruct``)."""
-    parts = [p for p in str(value).replace("\\", "/").split("/") if p]
-    return parts[-1] if parts else str(value)
-
-
-def model_label(name: str | None, args: Any) -> str:
-    """A short label: the basename of ``pretrained=`` / ``model_version=`` / ``model=``, else the model name."""
-    parsed = parse_model_args(args)
-    for key in LABEL_ARGS:
-        if parsed.get(key):
-            return short_name(parsed[key])
-    return str(name or "model")
 
 
 def _model_seed(args: Any, config: Mapping[str, Any]) -> int | None:

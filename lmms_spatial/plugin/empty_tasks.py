@@ -3,12 +3,13 @@
 lmms-eval 0.7.3 builds every task of a group before evaluating any, and ``ConfigurableTask.__init__``
 reads ``self.task_docs[0]``: a release that ships no questions of one task (its filtered split is
 empty, whether ``process_docs`` filtered it or the data resolved to nothing) raises ``IndexError``
-there and the whole group dies before the first model call. Two patches and an exit status:
+there and the whole group dies before the first model call. Three steps and an exit status:
 
-* :func:`patch_empty_tasks` (``lmms_eval.api.task``): the constructor of one of *our* tasks
-  tolerates an empty split (everything it sets up comes before that read; the read itself only
-  checks one document) and flags the task; built-in tasks keep lmms-eval's behaviour;
-* :func:`patch_skip_empty_tasks` (``lmms_eval.evaluator``): the task dict ``simple_evaluate``
+* :func:`tolerated` (in the one wrapper of ``ConfigurableTask.__init__``, :mod:`lmms_spatial.plugin.tasks`): the
+  constructor of one of *our* tasks tolerates an empty split (everything it sets up comes before that read; the
+  read itself only checks one document) and flags the task; built-in tasks keep lmms-eval's behaviour;
+* :func:`leave_out` and :func:`named` (in the one wrapper of ``get_task_dict`` and of ``simple_evaluate``,
+  :mod:`lmms_spatial.plugin.run`): the task dict ``simple_evaluate``
   evaluates leaves flagged tasks out (a group left with no task goes too), so group means cover
   the tasks that have documents; a run left with nothing to evaluate fails in one line
   (:class:`NoDocumentsError`). After evaluation the results name every empty task
@@ -23,13 +24,9 @@ there and the whole group dies before the first model call. Two patches and an e
 
 from __future__ import annotations
 
-import functools
-import sys
-
 from lmms_spatial.plugin import failures
+from lmms_spatial.run_state import DOCUMENTS_KEY, NO_DOCUMENTS
 
-NO_DOCUMENTS = "no documents in this release"
-DOCUMENTS_KEY = "documents,none"  # results["results"][task] of an empty task: {DOCUMENTS_KEY: NO_DOCUMENTS}
 COVERAGE_KEY = "tasks_covered,none"  # results["results"][group]: "4 of 5; no documents: <tasks>"
 _FLAG = "_lmms_spatial_no_documents"
 
@@ -43,14 +40,6 @@ _empty: list[str] = []
 _coverage: dict[str, tuple[list[str], list[str]]] = {}
 
 
-def _internals_differ(missing: str) -> None:
-    print(
-        f"lmms-spatial: this lmms-eval has no {missing}, so a task with no documents in the release stops the "
-        "run; ask only for the tasks the release has",
-        file=sys.stderr,
-    )
-
-
 def _is_ours(task) -> bool:
     """Whether the task's functions come from our package (built-in tasks keep lmms-eval's behaviour)."""
     config = getattr(task, "config", None)
@@ -58,31 +47,19 @@ def _is_ours(task) -> bool:
     return any(str(getattr(f, "__module__", "") or "").startswith("lmms_spatial") for f in functions)
 
 
-def patch_empty_tasks(module) -> None:
-    """Let one of our tasks be built with no documents (``ConfigurableTask.__init__``), flagged."""
-    cls = getattr(module, "ConfigurableTask", None)
-    init = getattr(cls, "__init__", None)
-    if init is None:
-        _internals_differ("api.task.ConfigurableTask")
-        return
-    if getattr(init, _FLAG, False):
-        return
+def tolerated(task) -> bool:
+    """Whether ``task``, whose ``ConfigurableTask.__init__`` raised ``IndexError``, is one of ours with no
+    documents: then it is flagged (left out of the run by :func:`leave_out`) and built; otherwise the error is
+    lmms-eval's to raise (built-in tasks keep lmms-eval's behaviour). Called by the one wrapper of that
+    constructor (:func:`lmms_spatial.plugin.tasks.patch_task_building`)."""
+    docs = getattr(task, "task_docs", None)
+    if docs is None or len(docs) != 0 or not _is_ours(task):
+        return False
+    setattr(task, _FLAG, True)
+    from loguru import logger
 
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):  # noqa: N807 - the method it replaces
-        try:
-            init(self, *args, **kwargs)
-        except IndexError:
-            docs = getattr(self, "task_docs", None)
-            if docs is None or len(docs) != 0 or not _is_ours(self):
-                raise
-            setattr(self, _FLAG, True)
-            from loguru import logger
-
-            logger.warning(f"{self.config.task}: {NO_DOCUMENTS}; left out, the other tasks run")
-
-    setattr(__init__, _FLAG, True)
-    cls.__init__ = __init__
+    logger.warning(f"{task.config.task}: {NO_DOCUMENTS}; left out, the other tasks run")
+    return True
 
 
 def _task_name(key, value) -> str:
@@ -144,37 +121,24 @@ def annotate(results: dict) -> dict:
     return results
 
 
-def patch_skip_empty_tasks(module) -> None:
-    """Wrap ``get_task_dict`` and ``simple_evaluate`` of ``lmms_eval.evaluator`` (see the module doc)."""
-    get_task_dict = getattr(module, "get_task_dict", None)
-    simple_evaluate = getattr(module, "simple_evaluate", None)
-    if get_task_dict is None or simple_evaluate is None:
-        _internals_differ("evaluator.get_task_dict / simple_evaluate")
-        return
-    if getattr(get_task_dict, _FLAG, False):
-        return
+def leave_out(task_dict: dict) -> dict:
+    """``task_dict`` as ``get_task_dict`` resolved it, less the flagged tasks (remembered for :func:`annotate`
+    and the run's last lines); a run left with nothing fails in one line (:class:`NoDocumentsError`). Called by
+    the one wrapper of ``get_task_dict`` (:mod:`lmms_spatial.plugin.run`)."""
+    kept, empty, coverage = without_empty_tasks(task_dict)
+    if empty and not kept:  # a failed run: its one line says why (lmms_spatial.plugin.failures)
+        raise NoDocumentsError(f"{', '.join(empty)}: {NO_DOCUMENTS}; nothing left to evaluate")
+    _empty[:] = empty
+    _coverage.clear()
+    _coverage.update(coverage)
+    if empty:
+        failures.add_line(
+            f"lmms-spatial: {', '.join(empty)}: {NO_DOCUMENTS}; left out, results written for the other tasks "
+            "(group means cover only them)"
+        )
+    return kept
 
-    @functools.wraps(get_task_dict)
-    def get_task_dict_without_empty(*args, **kwargs):
-        task_dict = get_task_dict(*args, **kwargs)
-        kept, empty, coverage = without_empty_tasks(task_dict)
-        if empty and not kept:  # a failed run: its one line says why (lmms_spatial.plugin.failures)
-            raise NoDocumentsError(f"{', '.join(empty)}: {NO_DOCUMENTS}; nothing left to evaluate")
-        _empty[:] = empty
-        _coverage.clear()
-        _coverage.update(coverage)
-        if empty:
-            failures.add_line(
-                f"lmms-spatial: {', '.join(empty)}: {NO_DOCUMENTS}; left out, results written for the other tasks "
-                "(group means cover only them)"
-            )
-        return kept
 
-    @functools.wraps(simple_evaluate)
-    def simple_evaluate_naming_empty_tasks(*args, **kwargs):
-        results = simple_evaluate(*args, **kwargs)
-        return annotate(results) if isinstance(results, dict) and _empty else results
-
-    setattr(get_task_dict_without_empty, _FLAG, True)
-    module.get_task_dict = get_task_dict_without_empty
-    module.simple_evaluate = simple_evaluate_naming_empty_tasks
+def named(results):
+    """``simple_evaluate``'s results, naming the empty tasks and the groups' coverage when some were left out."""
+    return annotate(results) if isinstance(results, dict) and _empty else results

@@ -53,14 +53,14 @@ def error_of(text: str) -> str:
 
 def record(text: str) -> dict[str, str]:
     """A failed document's record: no metric, only why."""
-    from lmms_spatial.plugin.isolation import ERROR_KEY
+    from lmms_spatial.plugin.failures import ERROR_KEY
 
     return {ERROR_KEY: PREFIX + " ".join(text.split())[:300]}
 
 
 def counted(sample_metrics: Any) -> tuple[int, str | None]:
     """How many documents of one task's gathered records failed their request, and the first one's reply."""
-    from lmms_spatial.plugin.isolation import ERROR_KEY
+    from lmms_spatial.plugin.failures import ERROR_KEY
 
     most, first = 0, None
     for (metric, _filter), items in dict(sample_metrics or {}).items():

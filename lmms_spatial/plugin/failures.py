@@ -26,12 +26,11 @@ import sys
 import threading
 from pathlib import Path
 
+from lmms_spatial.run_state import RunRefused  # with the run state, so that code below the plugin can raise it
+
 EXC_TASK_ATTR = "lmms_spatial_task"  # set on an exception raised while lmms-eval built that task
 EXC_OURS_ATTR = "lmms_spatial_ours"  # ... and whether that task runs code of ours
-
-
-class RunRefused(Exception):
-    """A run of ours that cannot do what was asked (``--limit 0``, ...): its message is the whole last line."""
+ERROR_KEY = "lmms_spatial_error"  # a document's score when its scoring failed (isolation) or its request did
 
 
 _lock = threading.Lock()

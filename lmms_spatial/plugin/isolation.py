@@ -21,16 +21,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from lmms_spatial import run_state
 from lmms_spatial.plugin import failed_requests, failures, internal
 
-ERROR_KEY = "lmms_spatial_error"
+ERROR_KEY = failures.ERROR_KEY
 JUDGE_METRIC = "judge_failures"  # every task of ours that asks an LLM judge reports this metric
 
 
 def _active() -> bool:
-    from lmms_spatial.plugin.run import active
-
-    return active()
+    return run_state.active()
 
 
 def is_our_task(task: Any) -> bool:

@@ -62,7 +62,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lmms_spatial.plugin import failed_requests
+import lmms_spatial_startup
+from lmms_spatial import run_state
+from lmms_spatial.plugin import failed_requests, store_check
 
 ENV_SWITCH = "LMMS_SPATIAL_RESUME"
 ENV_SAVE_EVERY = "LMMS_SPATIAL_SAVE_EVERY"
@@ -268,9 +270,7 @@ def _fold_data_fingerprints(cache: Any, lm: Any, requests: list) -> None:
 def _execute(original):
     @functools.wraps(original)
     def execute(self, lm, reqtype, requests):
-        from lmms_spatial.plugin.run import active
-
-        if not active() or not requests:
+        if not run_state.active() or not requests:
             return original(self, lm, reqtype, requests)
         _fold_data_fingerprints(self, lm, requests)
         count_served(self, reqtype, requests)
@@ -331,9 +331,7 @@ def _not_failures(original, name: str):
 
     @functools.wraps(original)
     def method(self, *args, **kwargs):
-        from lmms_spatial.plugin.run import active
-
-        if not active():
+        if not run_state.active():
             return original(self, *args, **kwargs)
         if name == "_lookup":
             found = original(self, *args, **kwargs)
@@ -374,33 +372,11 @@ def replay_unmerged_runs(cache: Any) -> int:
                   file=sys.stderr)  # fmt: skip
             continue
         for audit in sorted(run_dir.glob("rank_*.audit.jsonl")):
-            added += _replay_log(db, audit)
+            added += store_check.replay_log(db, audit)
         _copy_run_records(db, run_dir)
     if added:
         db.commit()
         print(f"lmms-spatial: {added} answers of earlier interrupted runs found in {root}", file=sys.stderr)
-    return added
-
-
-def _replay_log(db: Any, audit: Path) -> int:
-    added = 0
-    with open(audit, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            try:
-                rec = json.loads(line)
-                if not rec.get("deterministic", True) or not rec.get("cache_key"):
-                    continue
-                if failed_requests.failure_text(json.loads(rec["response"])) is not None:  # an earlier version's
-                    continue
-                cursor = db.execute(
-                    "INSERT OR IGNORE INTO responses (cache_key, request_type, task_name, doc_id, idx, gen_kwargs, "
-                    "response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (rec["cache_key"], rec["request_type"], rec["task_name"], rec["doc_id"], rec.get("idx", 0),
-                     rec.get("gen_kwargs", "{}"), rec["response"], rec.get("created_at", 0.0)),
-                )  # fmt: skip
-                added += cursor.rowcount
-            except (ValueError, KeyError, TypeError):  # a line cut short by the kill
-                continue
     return added
 
 
@@ -457,24 +433,25 @@ def release(run: Any) -> None:
 def _create(original):
     @functools.wraps(original)
     def create(cls, *args, **kwargs):
-        from lmms_spatial.plugin import late_installed
-        from lmms_spatial.plugin.run import current, in_call, recognise
+        from lmms_spatial.plugin.ours import recognise
 
         try:
             cache = original(cls, *args, **kwargs)
         except (sqlite3.Error, OSError) as exc:
-            if (current() or recognise(kwargs.get("task_dict"))) is None:
+            if (run_state.current() or recognise(kwargs.get("task_dict"))) is None:
                 raise
             raise store_unwritable(args[0] if args else kwargs.get("cache_root"), exc) from exc
-        run = recognise(kwargs.get("task_dict")) if in_call() or late_installed() else current()
+        run = (
+            recognise(kwargs.get("task_dict"))
+            if run_state.in_call() or lmms_spatial_startup.late_installed()
+            else run_state.current()
+        )
         if run is not None:
             if isinstance(getattr(cache, "_eval_version", None), str):
                 cache._eval_version = release_version(cache._eval_version)
             fold_weights(cache, kwargs.get("model_args", ""), run)
             hold_run_dir(cache, run)
             try:
-                from lmms_spatial.plugin import store_check
-
                 store_check.check(cache)
             except Exception as exc:  # never worse than lmms-eval's own cache
                 print(f"lmms-spatial: the answer store was not checked: {exc}", file=sys.stderr)
@@ -495,9 +472,8 @@ def _merge_lock(original):
     @contextlib.contextmanager
     def merge_lock(lock_dir, *args, **kwargs):
         from lmms_spatial.plugin import owners
-        from lmms_spatial.plugin.run import active
 
-        if not active():
+        if not run_state.active():
             with original(lock_dir, *args, **kwargs):
                 yield
             return

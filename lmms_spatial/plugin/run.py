@@ -1,7 +1,7 @@
 """The run-level wrapper around lmms-eval's ``simple_evaluate``, ``get_task_dict`` and ``evaluate``.
 
 A run is *ours* when the tasks lmms-eval resolved for it include a task of ours: one whose code is ours
-(:func:`lmms_spatial.plugin.tasks.is_ours`), however it was asked for — by name, through a group or a tag (ours
+(:func:`lmms_spatial.plugin.ours.is_ours`), however it was asked for — by name, through a group or a tag (ours
 or the user's), a YAML of the user's that includes ours (``--include_path``), or ``--tasks <file.yaml>``. It is
 recognised where the task dict is first whole: when ``get_task_dict`` returns inside ``simple_evaluate``; when
 the hook came late (``LMMS_SPATIAL_DISABLE_HOOK=1``: see :func:`lmms_spatial.plugin.install_late`), at
@@ -29,8 +29,14 @@ the hook came late (``LMMS_SPATIAL_DISABLE_HOOK=1``: see :func:`lmms_spatial.plu
   record the map they were given.
 
 Every ``evaluate`` call (ours or not) decodes our tasks' inputs ahead of the model
-(:mod:`lmms_spatial.prefetch`; a no-op for other tasks). Runs with none of our tasks are otherwise left
-exactly as lmms-eval runs them.
+(:mod:`lmms_spatial.prefetch`; a no-op for other tasks) and puts the model it evaluates, with the rule that sizes
+images for an API model, in the run's state (:class:`lmms_spatial.run_state.Evaluation`: ODI-Bench's adapter reads
+it there). Every ``get_task_dict`` leaves out a task of ours with no documents in the release, and
+``simple_evaluate``'s results name it (:mod:`lmms_spatial.plugin.empty_tasks`). Runs with none of our tasks are
+otherwise left exactly as lmms-eval runs them.
+
+This module holds the one wrapper of each of those functions; the run itself (the call in progress, the run of
+ours, the model evaluated) lives in :mod:`lmms_spatial.run_state`, which every other module reads.
 """
 
 from __future__ import annotations
@@ -41,46 +47,26 @@ import inspect
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_spatial.plugin import failures, internal
-
-
-@dataclass
-class Call:
-    """One ``simple_evaluate`` in progress: its arguments, the tasks of ours built so far, its run if ours."""
-
-    arguments: dict[str, Any]
-    built_ours: list[str] = field(default_factory=list)
-    run: Run | None = None
-
-
-@dataclass
-class Run:
-    ours: list[str]
-    cli_args: Any = None
-    predict_only: bool = False
-    notes: dict[str, Any] = field(default_factory=dict)
-    call: Call | None = None
-
-
-_CALLS: list[Call] = []  # simple_evaluate calls in progress (one evaluation at a time per process)
-_RUNS: list[Run] = []  # the run of ours in progress
+from lmms_spatial import run_state
+from lmms_spatial.plugin import empty_tasks, failures, internal
+from lmms_spatial.plugin.ours import is_yaml_file_of_ours, recognise
+from lmms_spatial.run_state import Call, Run
 
 
 def current() -> Run | None:
-    return _RUNS[-1] if _RUNS else None
+    return run_state.current()
 
 
 def active() -> bool:
-    return bool(_RUNS)
+    return run_state.active()
 
 
 def in_call() -> bool:
     """Whether a wrapped ``simple_evaluate`` is in progress (it names what fails while tasks are built)."""
-    return bool(_CALLS)
+    return run_state.in_call()
 
 
 def requested_names(tasks: Any) -> set[str]:
@@ -92,39 +78,12 @@ def requested_names(tasks: Any) -> set[str]:
     return names
 
 
-def built(task_name: str) -> None:
-    """A task of ours was built (``ConfigurableTask.__init__`` returned): a later failure is a run of ours."""
-    if _CALLS:
-        _CALLS[-1].built_ours.append(task_name)
-
-
-def recognise(task_dict: Any) -> Run | None:
-    """The run of ours in progress; made now if ``task_dict`` (as lmms-eval resolved it) holds a task of ours."""
-    if _RUNS:
-        return _RUNS[-1]
-    from lmms_spatial.plugin.tasks import our_leaves
-
-    ours = our_leaves(task_dict)
-    if not ours:
-        return None
-    call = _CALLS[-1] if _CALLS else None
-    arguments = call.arguments if call is not None else {}
-    run = Run(ours, arguments.get("cli_args"), bool(arguments.get("predict_only")), call=call)
-    model = arguments.get("model")
-    run.notes["model_id"] = f"{model if isinstance(model, str) else type(model).__name__}:" \
-                            f"{arguments.get('model_args') or ''}"  # fmt: skip
-    if call is not None:
-        call.run = run
-    _RUNS.append(run)
-    return run
-
-
 def _end(run: Run) -> None:
     from lmms_spatial.plugin import resume
 
     resume.release(run)
-    if run in _RUNS:
-        _RUNS.remove(run)
+    if run in run_state.STATE.runs:
+        run_state.STATE.runs.remove(run)
 
 
 def _bind(function: Callable, args: tuple, kwargs: dict) -> inspect.BoundArguments | None:
@@ -134,8 +93,10 @@ def _bind(function: Callable, args: tuple, kwargs: dict) -> inspect.BoundArgumen
         return None
 
 
-def _wrap(module, name: str, make: Callable[[Callable], Callable]) -> None:
-    original = internal(module, name, "that part of our run handling is off")
+def _wrap(
+    module, name: str, make: Callable[[Callable], Callable], loss: str = "that part of our run handling is off"
+) -> None:
+    original = internal(module, name, loss)
     if original is None or getattr(original, "_lmms_spatial", False):
         return
     wrapper = functools.wraps(original)(make(original))
@@ -159,7 +120,7 @@ def _simple_evaluate(original: Callable) -> Callable:
     def simple_evaluate(*args, **kwargs):
         bound = _bind(original, args, kwargs)
         call = Call(dict(bound.arguments) if bound is not None else {})
-        _CALLS.append(call)
+        run_state.STATE.calls.append(call)
         try:
             check_environment(call)
             results = original(*args, **kwargs)
@@ -174,7 +135,7 @@ def _simple_evaluate(original: Callable) -> Callable:
             failures.interrupted(_kept_line(call.run))
             raise SystemExit(failures.INTERRUPTED_STATUS) from None
         finally:
-            _CALLS.remove(call)
+            run_state.STATE.calls.remove(call)
             if call.run is not None:
                 _end(call.run)
         if call.run is not None:
@@ -187,7 +148,7 @@ def _simple_evaluate(original: Callable) -> Callable:
             config = results.get("config")
             if kept and isinstance(config, dict) and not config.get("use_cache"):
                 config["use_cache"] = kept  # the folder the answers are in, as lmms-eval records its own
-        return results
+        return empty_tasks.named(results)  # the tasks left out for want of documents, by name
 
     return simple_evaluate
 
@@ -254,11 +215,11 @@ def _get_task_dict(original: Callable) -> Callable:
             if error is None:
                 raise
             raise error from exc
-        if _CALLS:  # inside simple_evaluate: the run's tasks, whole
+        if run_state.in_call():  # inside simple_evaluate: the run's tasks, whole
             run = recognise(task_dict)
             if run is not None:
                 _note_protocol(task_dict, run)
-        return task_dict
+        return empty_tasks.leave_out(task_dict)  # a task of ours with no documents is left out by name
 
     return get_task_dict
 
@@ -282,25 +243,42 @@ def check_limit(limit: Any) -> None:
 
 def _evaluate(original: Callable) -> Callable:
     def evaluate(*args, **kwargs):
-        from lmms_spatial.prefetch import prefetching_model
-
-        bound = _bind(original, args, kwargs)
-        lm = bound.arguments.get("lm") if bound is not None else (args[0] if args else None)
-        run = recognise(bound.arguments.get("task_dict")) if bound is not None else current()
-        if run is None or bound is None:
-            with prefetching_model(lm):
-                return original(*args, **kwargs)
+        # the model being evaluated, with its API-image rule, is the run state's for the whole call: every
+        # doc_to_visual / doc_to_messages (prefetch workers included) and process_results call reads it there
+        set_model(kwargs.get("lm", args[0] if args else None))
         try:
-            return _evaluate_ours(original, bound, lm, run)
-        except Exception as exc:
-            if run.call is None:  # no wrapped simple_evaluate around this one to say it
-                failures.run_failed(exc, run.ours)
-            raise
+            return _evaluate_with_model(original, args, kwargs)
         finally:
-            if run.call is None:
-                _end(run)
+            set_model(None)
 
     return evaluate
+
+
+def set_model(lm: Any) -> None:
+    """The run state's :class:`~lmms_spatial.run_state.Evaluation`: ``lm`` and the rule that sizes its images."""
+    from lmms_spatial.data import api_images
+
+    api_images.set_model(lm)
+
+
+def _evaluate_with_model(original: Callable, args: tuple, kwargs: dict):
+    from lmms_spatial.prefetch import prefetching_model
+
+    bound = _bind(original, args, kwargs)
+    lm = bound.arguments.get("lm") if bound is not None else (args[0] if args else None)
+    run = recognise(bound.arguments.get("task_dict")) if bound is not None else current()
+    if run is None or bound is None:
+        with prefetching_model(lm):
+            return original(*args, **kwargs)
+    try:
+        return _evaluate_ours(original, bound, lm, run)
+    except Exception as exc:
+        if run.call is None:  # no wrapped simple_evaluate around this one to say it
+            failures.run_failed(exc, run.ours)
+        raise
+    finally:
+        if run.call is None:
+            _end(run)
 
 
 def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, run: Run):
@@ -458,8 +436,6 @@ def cli_arguments() -> Any:
 
 def _names_ours(tasks: str) -> list[str]:
     """The entries of ``--tasks`` that are ours by their name, or YAML files that run code of ours."""
-    from lmms_spatial.plugin.tasks import is_yaml_file_of_ours
-
     entries = (part.strip() for part in tasks.split(","))
     return [entry for entry in entries if entry in failures.our_task_names() or is_yaml_file_of_ours(entry)]
 
@@ -564,10 +540,29 @@ def check_environment(call: Call) -> None:
         raise failures.RunRefused("; ".join(p.line().removeprefix("lmms-spatial: ") for p in found))
 
 
+API_IMAGES_LOST = (
+    "our run handling is off, and ODI-Bench cannot tell an API model from a local one and sends panoramas at "
+    "full resolution; set LMMS_SPATIAL_ODI_API_IMAGES=<provider> (openai, gemini, anthropic, qwen-vl) for an API "
+    "model"
+)
+
+
+def documents_failed(key: str, exc: BaseException) -> None:
+    """A task of ``key`` failed while its documents were loaded (:func:`lmms_spatial.run_state.documents_failed`):
+    with the hook come late and no wrapped ``simple_evaluate`` around the call to name the failure, say it here."""
+    import lmms_spatial_startup
+
+    if lmms_spatial_startup.late_installed() and not in_call():
+        failures.add_line(f"lmms-spatial: a task of {key} failed: {failures.describe(exc)}")
+
+
 def patch_evaluator(module) -> None:
+    """The one wrapper of each of ``simple_evaluate``, ``get_task_dict``, ``evaluate`` and
+    ``consolidate_group_results`` (see the module doc; docs/plugin.md lists what each depends on)."""
     failures.register_exit()  # before lmms-eval registers its own exit handlers: ours runs after them
+    run_state.on_documents_failed(documents_failed)
     _wrap(module, "simple_evaluate", _simple_evaluate)
     _wrap(module, "get_task_dict", _get_task_dict)
-    _wrap(module, "evaluate", _evaluate)
+    _wrap(module, "evaluate", _evaluate, API_IMAGES_LOST)
     _wrap(module, "consolidate_group_results", _group_results)
     module._lmms_spatial_patched = True

@@ -15,6 +15,7 @@ is moved aside (``cache.db.damaged-<time>-<pid>``, kept for inspection), a new o
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import sys
@@ -22,6 +23,8 @@ import time
 import urllib.parse
 from pathlib import Path
 from typing import Any
+
+from lmms_spatial.plugin import failed_requests
 
 DB_NAME = "cache.db"
 MERGED_AUDIT = "cache.audit.jsonl"
@@ -64,10 +67,8 @@ def rebuild(db: Path, logs: list[Path]) -> int:
     connection = sqlite3.connect(str(building))
     try:
         connection.executescript(_SCHEMA_SQL)
-        from lmms_spatial.plugin.resume import _replay_log  # one reading of an audit log, for both uses
-
         for log in logs:
-            _replay_log(connection, log)
+            replay_log(connection, log)
         connection.commit()
         count = int(connection.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
     finally:
@@ -106,3 +107,27 @@ def check(cache: Any) -> str | None:
     )
     print(line, file=sys.stderr, flush=True)
     return line
+
+
+def replay_log(db: Any, audit: Path) -> int:
+    """The answers of one audit log put into ``db`` (those it lacks); returns how many. One reading of an audit log
+    for both uses: a rebuilt store (:func:`rebuild`) and an interrupted run's answers (``resume``)."""
+    added = 0
+    with open(audit, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            try:
+                rec = json.loads(line)
+                if not rec.get("deterministic", True) or not rec.get("cache_key"):
+                    continue
+                if failed_requests.failure_text(json.loads(rec["response"])) is not None:  # an earlier version's
+                    continue
+                cursor = db.execute(
+                    "INSERT OR IGNORE INTO responses (cache_key, request_type, task_name, doc_id, idx, gen_kwargs, "
+                    "response, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (rec["cache_key"], rec["request_type"], rec["task_name"], rec["doc_id"], rec.get("idx", 0),
+                     rec.get("gen_kwargs", "{}"), rec["response"], rec.get("created_at", 0.0)),
+                )  # fmt: skip
+                added += cursor.rowcount
+            except (ValueError, KeyError, TypeError):  # a line cut short by the kill
+                continue
+    return added

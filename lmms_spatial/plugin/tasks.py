@@ -10,73 +10,14 @@ say which of its tasks failed, and a mixed run must not blame our task for a sto
 
 from __future__ import annotations
 
-import functools
 import os
-from typing import Any
 
-from lmms_spatial.plugin import internal
+from lmms_spatial import run_state
+from lmms_spatial.plugin import empty_tasks, internal
 from lmms_spatial.plugin.failures import EXC_OURS_ATTR, EXC_TASK_ATTR, our_tasks_dir
+from lmms_spatial.plugin.ours import is_ours
 
 INCLUDE_PATH_HINT = 'pass --include_path "$(lmms-spatial tasks-dir)" to lmms-eval'
-
-
-# the task config fields that hold a task's code: a task whose code is ours is ours, whatever it is named
-CODE_FIELDS = ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_messages", "doc_to_target", "process_results")
-
-
-def _is_our_code(function: Any) -> bool:
-    while isinstance(function, functools.partial):
-        function = function.func
-    if not callable(function):
-        return False
-    if (getattr(function, "__module__", None) or "").startswith("lmms_spatial."):
-        return True
-    code = getattr(function, "__code__", None)  # a function defined in one of our utils.py (loaded by file path)
-    where = os.path.realpath(getattr(code, "co_filename", "") or "")
-    return bool(where) and where.startswith(os.path.realpath(our_tasks_dir()) + os.sep)
-
-
-def is_ours(task_or_config: Any) -> bool:
-    """Whether a task (or its config: a ``TaskConfig`` or a dict) runs code of ours: one of our YAMLs, or a YAML
-    of the user's that includes one of ours or names one of our functions. Its name does not matter."""
-    config = getattr(task_or_config, "config", task_or_config)
-
-    def read(name: str) -> Any:  # lmms-eval's TaskConfig is a dict subclass holding its fields as attributes
-        found = getattr(config, name, None)
-        return found if found is not None or not isinstance(config, dict) else config.get(name)
-
-    return any(_is_our_code(read(name)) for name in CODE_FIELDS)
-
-
-def is_yaml_file_of_ours(entry: str) -> bool:
-    """Whether a ``--tasks`` entry is a YAML file that runs code of ours (:func:`is_ours`); a file lmms-eval
-    cannot read is not ours here (lmms-eval says what is wrong with it)."""
-    if not (entry.endswith((".yaml", ".yml")) and os.path.isfile(entry)):
-        return False
-    from lmms_eval.utils import load_yaml_config
-
-    try:
-        return is_ours(load_yaml_config(entry))
-    except Exception:
-        return False
-
-
-def our_leaves(task_dict: Any) -> list[str]:
-    """The tasks of ours in a task dict as lmms-eval's ``get_task_dict`` resolves it (groups nested, leaves
-    possibly ``(group, task)`` pairs), by name, sorted."""
-    found: set[str] = set()
-
-    def walk(mapping: dict) -> None:
-        for key, value in mapping.items():
-            task = value[1] if isinstance(value, tuple) and len(value) == 2 else value
-            if isinstance(task, dict):
-                walk(task)
-            elif task is not None and is_ours(task):
-                found.add(str(getattr(getattr(task, "config", None), "task", None) or key))
-
-    if isinstance(task_dict, dict):
-        walk(task_dict)
-    return sorted(found)
 
 
 def patch_task_manager(module) -> None:
@@ -121,15 +62,25 @@ def _task_name(args: tuple, kwargs: dict, task) -> str | None:
 
 
 def patch_task_building(module) -> None:
-    """Wrap ``ConfigurableTask.__init__`` so that an exception raised while building a task names it."""
-    original = internal(module, "ConfigurableTask.__init__", "a task that fails while being built is not named")
+    """Wrap ``ConfigurableTask.__init__`` (the one wrapper of it) so that a task of ours with no documents in the
+    release is built and flagged (:func:`lmms_spatial.plugin.empty_tasks.tolerated`), an exception raised while
+    building a task names it, and a task of ours built is noted in the run's state (a later failure is ours)."""
+    original = internal(
+        module,
+        "ConfigurableTask.__init__",
+        "a task that fails while being built is not named, and a task of ours with no documents stops the run",
+    )
     if original is None or getattr(original, "_lmms_spatial", False):
         return
     cls = module.ConfigurableTask
 
     def __init__(self, *args, **kwargs):
         try:
-            original(self, *args, **kwargs)
+            try:
+                original(self, *args, **kwargs)
+            except IndexError:  # lmms-eval reads task_docs[0]: an empty split of ours is left out, not fatal
+                if not empty_tasks.tolerated(self):
+                    raise
         except Exception as exc:
             if getattr(exc, EXC_TASK_ATTR, None) is None:  # the innermost task wins
                 config = kwargs.get("config", args[3] if len(args) >= 4 else None)
@@ -140,9 +91,7 @@ def patch_task_building(module) -> None:
                     pass
             raise
         if is_ours(self):
-            from lmms_spatial.plugin.run import built
-
-            built(_task_name(args, kwargs, self) or "?")
+            run_state.built(_task_name(args, kwargs, self) or "?")
 
     __init__._lmms_spatial = True
     __init__.__wrapped__ = original

@@ -22,11 +22,29 @@ from typing import Any
 from lmms_spatial import environment
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import render
-from lmms_spatial.reports.layouts import benchmark_reports
+from lmms_spatial.reports.layouts import all_layouts, benchmark_reports, citations
 from lmms_spatial.reports.runs import Run, distinct_runs, load_runs
-from lmms_spatial.reports.tables import SEED, Table, build_tables
+from lmms_spatial.reports.tables import SEED, Layout, Table, build_table
 
 FORMATS = ("md", "csv", "latex")
+
+
+def layouts() -> list[Layout]:
+    """Every benchmark's tables, as its own module declares them (:mod:`lmms_spatial.reports.layouts`)."""
+    return all_layouts()
+
+
+def build_tables(runs: Sequence[Run], *, seed: int = SEED, ci: bool = True) -> list[Table]:
+    """Every paper table some run has tasks for (bootstrap CIs over the samples lines: the slow part), each citing
+    its benchmark's paper."""
+    candidates = layouts()
+    cited = citations()
+    bar = progress(candidates, total=len(candidates), desc="report: tables", unit="table")
+    return [
+        t
+        for layout in bar
+        if (t := build_table(layout, runs, seed=seed, ci=ci, citation=cited.get(layout.benchmark))) is not None
+    ]
 
 
 def analyses(runs: Sequence[Run], diagnose_mmsi: bool = False) -> list[str]:

@@ -458,7 +458,7 @@ def derive_conditions(data: dict[str, Any], lines: Mapping[str, list[dict[str, A
     n_samples = data.get("n-samples") or {}
     results = data.get("results") or {}
     failed = ((data.get("lmms_spatial") or {}).get("failed_tasks")) or {}
-    from lmms_spatial.plugin.empty_tasks import DOCUMENTS_KEY, NO_DOCUMENTS
+    from lmms_spatial.run_state import DOCUMENTS_KEY, NO_DOCUMENTS
 
     empty = {t for t, v in results.items() if isinstance(v, Mapping) and v.get(DOCUMENTS_KEY) == NO_DOCUMENTS}
     names = set(n_samples) | set(lines) | empty

@@ -42,9 +42,8 @@ import numpy as np
 
 from lmms_spatial import environment, run_options
 from lmms_spatial.metrics.dori import seed_summary
-from lmms_spatial.plugin.empty_tasks import NO_DOCUMENTS
-from lmms_spatial.progress import progress
 from lmms_spatial.reports import references
+from lmms_spatial.reports.citations import Citation
 from lmms_spatial.reports.runs import (
     JUDGE_METRICS,
     Judge,
@@ -54,6 +53,7 @@ from lmms_spatial.reports.runs import (
     distinct_runs,
     pool_key,
 )
+from lmms_spatial.run_state import NO_DOCUMENTS
 
 ITERATIONS = 500
 SEED = 0
@@ -571,8 +571,11 @@ def _pool_warnings(entries: list[_Entry], tasks: set[str]) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 
-def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bool = True) -> Table | None:
-    """The layout filled with every model found in ``runs`` (None when no run has its tasks)."""
+def build_table(
+    layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bool = True, citation: Citation | None = None
+) -> Table | None:
+    """The layout filled with every model found in ``runs`` (None when no run has its tasks), citing
+    ``citation`` (its benchmark's, as :func:`lmms_spatial.reports.report.build_tables` finds it)."""
     tasks = layout.tasks()
     mine = [r for r in runs if tasks & (set(r.results) | set(r.conditions.tasks))]
     if not mine:
@@ -581,9 +584,6 @@ def build_table(layout: Layout, runs: Sequence[Run], *, seed: int = SEED, ci: bo
     ref = references.table(layout.benchmark, layout.reference) if layout.reference else None
     ref_file = references.load(layout.benchmark) if ref else None
     scale = float(ref["scale"]) if ref else 100.0
-    from lmms_spatial.reports.layouts import citations
-
-    citation = citations().get(layout.benchmark)
     cited = citation.text() if citation is not None else ""
     source = f"{ref_file['paper']} {ref['table']}: {cited}" if ref else (cited or "no published rows")
     table = Table(layout.key, layout.title, source, [c.header for c in layout.columns], columns=list(layout.columns))
@@ -679,17 +679,3 @@ def tasks_without_documents(group: Sequence[Run], tasks: set[str]) -> list[str]:
     """The tasks of a table that a model's runs had no documents for (lmms_spatial.plugin.empty_tasks
     names them in the results): their cells stay empty and the row cannot be set against the paper's."""
     return sorted({t for run in group for t in tasks if run.conditions.task(t).empty})
-
-
-def layouts() -> list[Layout]:
-    """Every benchmark's tables, as its own module declares them (:mod:`lmms_spatial.reports.layouts`)."""
-    from lmms_spatial.reports.layouts import all_layouts
-
-    return all_layouts()
-
-
-def build_tables(runs: Sequence[Run], *, seed: int = SEED, ci: bool = True) -> list[Table]:
-    """Every paper table some run has tasks for (bootstrap CIs over the samples lines: the slow part)."""
-    candidates = layouts()
-    bar = progress(candidates, total=len(candidates), desc="report: tables", unit="table")
-    return [t for layout in bar if (t := build_table(layout, runs, seed=seed, ci=ci)) is not None]

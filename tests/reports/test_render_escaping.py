@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from lmms_spatial.reports import render
-from lmms_spatial.reports.citations import CITATIONS
+from lmms_spatial.reports.layouts import citations
 from lmms_spatial.reports.tables import Cell, Row, Table
 
 NAME = "a_b~c^d\\e|f*g"
@@ -44,8 +44,9 @@ def test_csv_keeps_the_name_as_it_is():
 
 
 def test_every_declared_citation_has_an_arxiv_id_and_bibtex_and_the_shipped_five_are_cited():
-    assert {"mmsi", "dori", "mmperspective", "odi_bench", "osr_bench"} <= set(CITATIONS)
-    for citation in CITATIONS.values():
+    cited = citations()
+    assert {"mmsi", "dori", "mmperspective", "odi_bench", "osr_bench"} <= set(cited)
+    for citation in cited.values():
         # an arXiv preprint (@article, journal "arXiv preprint arXiv:ID") or a venue paper with its eprint
         assert citation.bibtex.startswith(("@article{", "@inproceedings{"))
         assert f"arXiv:{citation.arxiv}" in citation.bibtex or f"eprint    = {{{citation.arxiv}}}" in citation.bibtex
@@ -55,10 +56,11 @@ def test_every_declared_citation_has_an_arxiv_id_and_bibtex_and_the_shipped_five
 def test_the_reference_files_cite_the_paper_their_benchmark_module_declares():
     from lmms_spatial.reports import references
 
+    declared = citations()
     for key in ("mmsi", "dori", "mmperspective", "odi_bench", "osr_bench"):
         cited = references.load(key)["citation"]
         assert (cited["text"], cited["arxiv"], cited["title"]) == (
-            CITATIONS[key].text(),
-            CITATIONS[key].arxiv,
-            CITATIONS[key].title,
+            declared[key].text(),
+            declared[key].arxiv,
+            declared[key].title,
         ), key

@@ -7,8 +7,8 @@ import json
 from report_fixtures import mmsi_scores, odi_scores, write_run
 
 from lmms_spatial.plugin.empty_tasks import DOCUMENTS_KEY, NO_DOCUMENTS
+from lmms_spatial.reports.report import build_tables
 from lmms_spatial.reports.runs import load_runs
-from lmms_spatial.reports.tables import build_tables
 
 
 def _close_table(root):

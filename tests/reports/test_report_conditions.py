@@ -124,7 +124,7 @@ def test_the_samples_are_read_once_when_the_run_is_loaded(tmp_path, monkeypatch)
     """Tables read prepared values: once loaded, a run never opens its files again."""
     write_run(tmp_path / "a", STAMP, QWEN, odi_scores(0), mmsi_scores(0), model="qwen2_5_vl")
     runs = load_runs([tmp_path])
-    from lmms_spatial.reports.tables import build_tables
+    from lmms_spatial.reports.report import build_tables
 
     real_open, real_read_text = open, Path.read_text
 

@@ -10,9 +10,8 @@ from report_fixtures import mmsi_scores, odi_scores, write_run
 
 from lmms_spatial.cli import main as lmms_spatial
 from lmms_spatial.reports import render
-from lmms_spatial.reports.report import build
+from lmms_spatial.reports.report import build, build_tables
 from lmms_spatial.reports.runs import load_runs
-from lmms_spatial.reports.tables import build_tables
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("LMMS_SPATIAL_UPDATE_GOLDEN") == "1"
@@ -137,7 +136,7 @@ def test_build_collects_analyses_only_when_samples_allow(two_models):
 
 
 def test_report_shows_a_bar_over_every_table_layout_and_every_run(two_models, progress_bars):
-    from lmms_spatial.reports.tables import layouts
+    from lmms_spatial.reports.report import layouts
 
     build([two_models])
     assert [(b.desc, b.total, b.n) for b in progress_bars] == [

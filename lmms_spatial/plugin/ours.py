@@ -1,0 +1,92 @@
+"""Which tasks, task files and runs are ours: by the code a task runs, never by its name.
+
+Read by every wrapper that must leave other runs as lmms-eval runs them (:mod:`.run`, :mod:`.resume`,
+:mod:`.names`, :mod:`.tasks`); it imports none of them. A run of ours, once recognised, lives in the run's state
+(:mod:`lmms_spatial.run_state`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from lmms_spatial import run_state
+from lmms_spatial.plugin.failures import our_tasks_dir
+
+# the task config fields that hold a task's code: a task whose code is ours is ours, whatever it is named
+CODE_FIELDS = ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_messages", "doc_to_target", "process_results")
+
+
+def _is_our_code(function: Any) -> bool:
+    while isinstance(function, functools.partial):
+        function = function.func
+    if not callable(function):
+        return False
+    if (getattr(function, "__module__", None) or "").startswith("lmms_spatial."):
+        return True
+    code = getattr(function, "__code__", None)  # a function defined in one of our utils.py (loaded by file path)
+    where = os.path.realpath(getattr(code, "co_filename", "") or "")
+    return bool(where) and where.startswith(os.path.realpath(our_tasks_dir()) + os.sep)
+
+
+def is_ours(task_or_config: Any) -> bool:
+    """Whether a task (or its config: a ``TaskConfig`` or a dict) runs code of ours: one of our YAMLs, or a YAML
+    of the user's that includes one of ours or names one of our functions. Its name does not matter."""
+    config = getattr(task_or_config, "config", task_or_config)
+
+    def read(name: str) -> Any:  # lmms-eval's TaskConfig is a dict subclass holding its fields as attributes
+        found = getattr(config, name, None)
+        return found if found is not None or not isinstance(config, dict) else config.get(name)
+
+    return any(_is_our_code(read(name)) for name in CODE_FIELDS)
+
+
+def is_yaml_file_of_ours(entry: str) -> bool:
+    """Whether a ``--tasks`` entry is a YAML file that runs code of ours (:func:`is_ours`); a file lmms-eval
+    cannot read is not ours here (lmms-eval says what is wrong with it)."""
+    if not (entry.endswith((".yaml", ".yml")) and os.path.isfile(entry)):
+        return False
+    from lmms_eval.utils import load_yaml_config
+
+    try:
+        return is_ours(load_yaml_config(entry))
+    except Exception:
+        return False
+
+
+def our_leaves(task_dict: Any) -> list[str]:
+    """The tasks of ours in a task dict as lmms-eval's ``get_task_dict`` resolves it (groups nested, leaves
+    possibly ``(group, task)`` pairs), by name, sorted."""
+    found: set[str] = set()
+
+    def walk(mapping: dict) -> None:
+        for key, value in mapping.items():
+            task = value[1] if isinstance(value, tuple) and len(value) == 2 else value
+            if isinstance(task, dict):
+                walk(task)
+            elif task is not None and is_ours(task):
+                found.add(str(getattr(getattr(task, "config", None), "task", None) or key))
+
+    if isinstance(task_dict, dict):
+        walk(task_dict)
+    return sorted(found)
+
+
+def recognise(task_dict: Any) -> run_state.Run | None:
+    """The run of ours in progress; made now if ``task_dict`` (as lmms-eval resolved it) holds a task of ours."""
+    if run_state.STATE.runs:
+        return run_state.STATE.runs[-1]
+    ours = our_leaves(task_dict)
+    if not ours:
+        return None
+    call = run_state.current_call()
+    arguments = call.arguments if call is not None else {}
+    run = run_state.Run(ours, arguments.get("cli_args"), bool(arguments.get("predict_only")), call=call)
+    model = arguments.get("model")
+    run.notes["model_id"] = f"{model if isinstance(model, str) else type(model).__name__}:" \
+                            f"{arguments.get('model_args') or ''}"  # fmt: skip
+    if call is not None:
+        call.run = run
+    run_state.STATE.runs.append(run)
+    return run

@@ -1,0 +1,137 @@
+"""What lmms-eval is running in this process now, in one typed place: the layer every other one may read.
+
+The plugin (:mod:`lmms_spatial.plugin`) writes it from its wrappers around lmms-eval (``simple_evaluate``,
+``get_task_dict``, ``evaluate``, ``ConfigurableTask.__init__``); code below the plugin (data loading, a task's
+adapter, a model) reads it here and never imports the plugin. That is what keeps the package's imports one-way
+(``tests/test_import_direction.py``):
+
+- :class:`Call`: one ``simple_evaluate`` in progress (its arguments, the tasks of ours built so far);
+- :class:`Run`: the run of ours in progress (a call whose resolved tasks include ours), with its notes;
+- :class:`Evaluation`: the model ``evaluate`` was handed, and the rule that sizes images for it when it is
+  served over an API (:mod:`lmms_spatial.data.api_images`): ODI-Bench's adapter reads the rule from here;
+- :func:`documents_failed`: a lower layer's way to say "a task's documents failed to load" to whoever listens
+  (the plugin registers :func:`on_documents_failed` when it patches lmms-eval).
+
+One evaluation at a time per process (lmms-eval's own rule); the lists are stacks only so that a nested call
+cannot leave a stale entry behind.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for the annotation only: data.api_images reads this module, never the other way at run time
+    from lmms_spatial.data.api_images import ModelImages
+
+
+# what a run of ours writes into lmms-eval's results that a report reads back (lmms_spatial.reports)
+RESULTS_KEY = "lmms_spatial"  # results["lmms_spatial"]: the run's conditions, as the plugin records them
+NO_DOCUMENTS = "no documents in this release"
+DOCUMENTS_KEY = "documents,none"  # results["results"][task] of an empty task: {DOCUMENTS_KEY: NO_DOCUMENTS}
+
+
+class RunRefused(Exception):
+    """A run of ours that cannot do what was asked (``--limit 0``, ...): its message is the whole last line."""
+
+
+@dataclass
+class Call:
+    """One ``simple_evaluate`` in progress: its arguments, the tasks of ours built so far, its run if ours."""
+
+    arguments: dict[str, Any]
+    built_ours: list[str] = field(default_factory=list)
+    run: Run | None = None
+
+
+@dataclass
+class Run:
+    """The run of ours in progress: its tasks of ours, how it was asked for, and what it learns as it goes
+    (``notes``: the answer store, the tasks' declarations, generation settings; read by the conditions)."""
+
+    ours: list[str]
+    cli_args: Any = None
+    predict_only: bool = False
+    notes: dict[str, Any] = field(default_factory=dict)
+    call: Call | None = None
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The model lmms-eval's ``evaluate`` is running, and its API-image rule (``None``: a local model's images
+    are unchanged). Set for the duration of ``evaluate``, which covers every ``doc_to_visual`` /
+    ``doc_to_messages`` call (prefetch workers included) and every ``process_results`` call."""
+
+    model: Any
+    images: ModelImages | None
+
+
+@dataclass
+class RunState:
+    calls: list[Call] = field(default_factory=list)  # simple_evaluate calls in progress
+    runs: list[Run] = field(default_factory=list)  # the run of ours in progress
+    evaluation: Evaluation | None = None
+    documents_failed: list[Callable[[str, BaseException], None]] = field(default_factory=list)
+
+
+STATE = RunState()
+_lock = threading.Lock()
+
+
+def current() -> Run | None:
+    return STATE.runs[-1] if STATE.runs else None
+
+
+def active() -> bool:
+    """Whether a run of ours is in progress (the plugin's wrappers change nothing for other runs)."""
+    return bool(STATE.runs)
+
+
+def in_call() -> bool:
+    """Whether a wrapped ``simple_evaluate`` is in progress (it names what fails while tasks are built)."""
+    return bool(STATE.calls)
+
+
+def current_call() -> Call | None:
+    return STATE.calls[-1] if STATE.calls else None
+
+
+def built(task_name: str) -> None:
+    """A task of ours was built (``ConfigurableTask.__init__`` returned): a later failure is a run of ours."""
+    if STATE.calls:
+        STATE.calls[-1].built_ours.append(task_name)
+
+
+def set_evaluation(evaluation: Evaluation | None) -> Evaluation | None:
+    with _lock:
+        STATE.evaluation = evaluation
+    return evaluation
+
+
+def evaluation() -> Evaluation | None:
+    return STATE.evaluation
+
+
+@contextmanager
+def evaluating(value: Evaluation) -> Iterator[Evaluation]:
+    """``value`` is the evaluation in progress for the ``with`` block, forgotten after it (raised or not)."""
+    set_evaluation(value)
+    try:
+        yield value
+    finally:
+        set_evaluation(None)
+
+
+def on_documents_failed(callback: Callable[[str, BaseException], None]) -> None:
+    """Call ``callback(benchmark key, exception)`` when a task's documents fail to load (once per callback)."""
+    if callback not in STATE.documents_failed:
+        STATE.documents_failed.append(callback)
+
+
+def documents_failed(key: str, exc: BaseException) -> None:
+    """A task of benchmark ``key`` failed while its documents were loaded (the exception is raised on anyway)."""
+    for callback in list(STATE.documents_failed):
+        callback(key, exc)
