@@ -87,7 +87,7 @@ class MixedRunsError(RunRefused, ValueError):
 
 
 def _settings(config: dict[str, Any]) -> dict[str, Any]:
-    from lmms_spatial.plugin.conditions import parse_model_args
+    from lmms_spatial.conditions import parse_model_args
 
     out: dict[str, Any] = {}
     for key in SETTINGS:
@@ -99,7 +99,7 @@ def _settings(config: dict[str, Any]) -> dict[str, Any]:
 
 def _read_results(run: LoggedRun) -> None:
     """Fill ``run``'s label and settings from its results file, when there is a readable one."""
-    from lmms_spatial.plugin.conditions import KEY, model_label
+    from lmms_spatial.conditions import KEY, RunConditions, model_label
 
     results = run.folder / f"{run.stamp}_results.json"
     try:
@@ -111,14 +111,14 @@ def _read_results(run: LoggedRun) -> None:
         return
     from lmms_spatial.environment import compared
 
-    recorded = (data.get(KEY) or {}).get("model") or {}
+    recorded = RunConditions.from_json(data.get(KEY))
     run.results, run.settings = results, _settings(config)
     # the lmms-eval / transformers / torch versions that gave the answers (a run of ours records them): answers
     # of two versions are two runs, never one model's
-    run.settings["software"] = [list(pair) for pair in compared((data.get(KEY) or {}).get("environment"))]
+    run.settings["software"] = [list(pair) for pair in compared(recorded.environment)]
     # and the weights (a checkpoint rebuilt at one path gives other answers under the same model_args)
-    run.settings["weights"] = recorded.get("fingerprint")
-    run.label = str(recorded.get("label") or model_label(config.get("model"), config.get("model_args")))
+    run.settings["weights"] = recorded.model.fingerprint
+    run.label = str(recorded.model.label or model_label(config.get("model"), config.get("model_args")))
 
 
 def _samples_of(part: str, root: Path) -> list[Path]:

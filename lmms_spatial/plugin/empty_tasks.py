@@ -26,10 +26,9 @@ from __future__ import annotations
 import functools
 import sys
 
+from lmms_spatial.conditions import DOCUMENTS_KEY, NO_DOCUMENTS  # noqa: F401  (results[task] of an empty task)
 from lmms_spatial.plugin import failures
 
-NO_DOCUMENTS = "no documents in this release"
-DOCUMENTS_KEY = "documents,none"  # results["results"][task] of an empty task: {DOCUMENTS_KEY: NO_DOCUMENTS}
 COVERAGE_KEY = "tasks_covered,none"  # results["results"][group]: "4 of 5; no documents: <tasks>"
 _FLAG = "_lmms_spatial_no_documents"
 

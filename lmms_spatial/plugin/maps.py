@@ -28,7 +28,7 @@ from typing import Any
 
 def map_tasks(declared: dict[str, dict[str, Any]]) -> set[str]:
     """The tasks whose answers are given after a stage the model must generate (their ``map_stage``)."""
-    return {name for name, info in declared.items() if info.get("map_stage")}
+    return {name for name, info in declared.items() if info.map_stage}
 
 
 def needs_engine(lm: Any, tasks: set[str]) -> bool:

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lmms_spatial import environment, run_options
+from lmms_spatial.conditions import NO_DOCUMENTS
 from lmms_spatial.metrics.dori import seed_summary
-from lmms_spatial.plugin.empty_tasks import NO_DOCUMENTS
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import references
 from lmms_spatial.reports.runs import (
