@@ -402,3 +402,74 @@ def test_a_simple_model_or_one_that_draws_stages_itself_is_left_alone(clean_stag
         assert drawing is False and "generate_until" not in simple.__dict__
     with own_maps(FakeChat(), set(), "fake:m") as drawing:  # no with-map task in the run
         assert drawing is False
+
+
+# --- one schema: the values the run writes are the values the report reads -----------------------------------
+
+
+def test_the_conditions_a_run_writes_read_back_to_the_same_bytes():
+    """Every key a run of ours writes, in its order (a replayed run, an LLM judge, a with-map task, the store and
+    the keys lmms_spatial.plugin.isolation adds): from_json then to_json gives the same JSON, byte for byte."""
+    generation = {"protocol": {"max_new_tokens": 512}, "in_effect": {"max_new_tokens": 16},
+                  "overrides": {"max_new_tokens": 16}}  # fmt: skip
+    written = {
+        "schema": 1, "lmms_spatial_version": "0.1.0",
+        "model": {"label": "Qwen2.5-VL-3B-Instruct", "name": "replay", "args": "samples=out", "seed": None,
+                  "replayed_from": "out/20260101_000000_results.json", "fingerprint": None},
+        "tasks": {
+            "odi_bench_open_ocr": {"documents": 3, "of": 12, "limit": 3,
+                                   "judge": {"kind": "llm", "model": "gpt-4o", "rubric": "odi_open",
+                                             "rubric_version": "1.0", "scored": 1, "failures": 1, "unparsed": 1},
+                                   "map_source": None, "run_options": {"LMMS_SPATIAL_ODI_API_IMAGES": "openai"},
+                                   "seed": None, "replayed_from": "out/20260101_000000_results.json",
+                                   "answers_from_store": 2, "generation": generation, "requests_failed": 1},
+            "osr_qa_cogmap_negative_think": {"documents": 12, "of": 12, "limit": None,
+                                             "judge": {"kind": "rule", "rule": "osr_negative rule-based fallback "
+                                                       "(LMMS_SPATIAL_JUDGE=none)", "share": None},
+                                             "map_source": "none", "run_options": {}, "seed": 0,
+                                             "answers_from_store": None, "requests_failed": 0},
+            "mmsi_vanilla": {"documents": 0, "of": 0, "limit": None, "judge": {"kind": "none", "reason": "no key"},
+                             "map_source": None, "run_options": {}, "seed": 0, "answers_from_store": 0,
+                             "requests_failed": 0},
+        },
+        "environment": None, "scorer_environment": {"python": "3.11.7"},
+        "store": {"root": "out/cache", "answers": 2, "asked": 27, "from": [{"run": "the run of ...", "answers": 2}]},
+        "failed_tasks": {"mmsi_vanilla": "ValueError: x"}, "groups_without_scores": ["mmsi"],
+    }  # fmt: skip
+    read = RunConditions.from_json(json.loads(json.dumps(written)))
+    assert read.tasks["odi_bench_open_ocr"].judge.scored == 1 and read.model.replayed_from.endswith("_results.json")
+    assert json.dumps(read.to_json(), indent=2) == json.dumps(written, indent=2)
+
+
+def test_a_key_an_earlier_version_did_not_write_is_taken_from_the_samples_but_a_recorded_null_is_kept():
+    """OSR-Bench with-map records carry their stage outputs (here: no map, so "none" when derived). A run that
+    recorded ``map_source: null`` said the task is no with-map task: the report keeps that null; a file without
+    the key gets the map source its samples show."""
+    from lmms_spatial.reports.runs import derive_conditions
+
+    lines = {"t": [{"doc_id": 0, "accuracy": {"score": 0.0, "stage_outputs": {"osr_cogmap": None}}}]}
+
+    def read(entry: dict) -> str | None:
+        data = {"config": {"model": "random_choice", "model_args": "seed=0"},
+                "n-samples": {"t": {"original": 1, "effective": 1}},
+                "lmms_spatial": {"schema": 1, "model": {"label": "random_choice"}, "tasks": {"t": entry}}}  # fmt: skip
+        return derive_conditions(data, lines).task("t").map_source
+
+    assert read({"documents": 1, "map_source": None}) is None
+    assert read({"documents": 1}) == "none"
+    assert read({"documents": 1, "map_source": "own_map"}) == "own_map"
+
+
+def test_a_benchmark_declares_its_needs_once_by_scorer_name_and_one_that_declares_none_needs_nothing():
+    from lmms_spatial.conditions import TaskNeeds, declare, needs_of
+
+    def process_results_open():  # named as ODI-Bench's open-ended scorer
+        pass
+
+    def process_results():  # named as its close-ended one
+        pass
+
+    assert declare("odi_bench", process_results_open).judge_rubric == "odi_open"
+    assert declare("odi_bench", process_results).judge_rubric is None
+    assert needs_of("no_such_benchmark") == TaskNeeds()
+    assert declare("no_such_benchmark", process_results) == DeclaredTask("no_such_benchmark", None, None, {})
