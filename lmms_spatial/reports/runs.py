@@ -10,7 +10,8 @@ seed, and per task the documents evaluated against the split's size, the judge (
 rule-based fallback and its share, or none), the map source of map tasks, the run options and
 whether the task had no documents or failed while scoring; and the software that produced the answers
 (lmms-eval, transformers, torch, ...: runs that differ in it are never pooled). A run of ours records them at the top
-of its results (``"lmms_spatial"``, schema 1: the issue 33 contract); for an older results file the
+of its results (``"lmms_spatial"``, schema 1: the issue 33 contract), read here as the typed values the run wrote
+(:class:`lmms_spatial.conditions.RunConditions`: one schema, one label rule); for an older results file the
 same value is derived from what it holds (``config``, ``n-samples``, the samples' score records).
 
 Runs are pooled as seeds of one model only when their conditions are equal except the seed
