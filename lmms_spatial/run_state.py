@@ -24,14 +24,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+# the results file's key and an empty task's entry: the conditions schema's (one spelling)
+from lmms_spatial.conditions import DOCUMENTS_KEY, NO_DOCUMENTS, DeclaredTask  # noqa: F401
+from lmms_spatial.conditions import KEY as RESULTS_KEY  # noqa: F401
+
 if TYPE_CHECKING:  # for the annotation only: data.api_images reads this module, never the other way at run time
     from lmms_spatial.data.api_images import ModelImages
 
 
 # what a run of ours writes into lmms-eval's results that a report reads back (lmms_spatial.reports)
-RESULTS_KEY = "lmms_spatial"  # results["lmms_spatial"]: the run's conditions, as the plugin records them
-NO_DOCUMENTS = "no documents in this release"
-DOCUMENTS_KEY = "documents,none"  # results["results"][task] of an empty task: {DOCUMENTS_KEY: NO_DOCUMENTS}
 
 
 class RunRefused(Exception):
@@ -48,6 +49,22 @@ class Call:
 
 
 @dataclass
+class RunNotes:
+    """What a run of ours gathers as it goes, for its answer store and its conditions
+    (:mod:`lmms_spatial.plugin.conditions`)."""
+
+    model_id: str = ""  # "<model>:<model_args>", the key of the maps a chat model draws
+    answers: str | None = None  # the folder its answers are kept in (None: not kept)
+    lock: Any = None  # this process's lock on its run folder (lmms_spatial.plugin.owners)
+    kept_answers: int | None = None  # answers kept when it was interrupted (None: not counted)
+    tasks: dict[str, DeclaredTask] = field(default_factory=dict)  # what its tasks declare
+    protocol: dict[str, dict[str, Any]] = field(default_factory=dict)  # each task's own generation settings
+    generation: dict[str, dict[str, Any]] = field(default_factory=dict)  # ... in effect
+    maps: bool = False  # whether the model drew its own maps
+    store: dict[str, Any] | None = None  # the answers the store gave (lmms_spatial.plugin.resume.served_summary)
+
+
+@dataclass
 class Run:
     """The run of ours in progress: its tasks of ours, how it was asked for, and what it learns as it goes
     (``notes``: the answer store, the tasks' declarations, generation settings; read by the conditions)."""
@@ -55,7 +72,7 @@ class Run:
     ours: list[str]
     cli_args: Any = None
     predict_only: bool = False
-    notes: dict[str, Any] = field(default_factory=dict)
+    notes: RunNotes = field(default_factory=RunNotes)
     call: Call | None = None
 
 

@@ -82,15 +82,17 @@ def test_a_second_live_run_into_the_very_same_run_folder_is_refused_naming_the_f
     folder = tmp_path / "runs" / "job42"
     handle, _ = owners.hold(folder, 0)  # the first run, same run id (e.g. the same SLURM_JOB_ID)
     monkeypatch.setenv("LMMS_CACHE_RUN_ID", "job42")
-    run = types.SimpleNamespace(notes={})
+    from lmms_spatial.run_state import RunNotes
+
+    run = types.SimpleNamespace(notes=RunNotes())
     with pytest.raises(RunRefused, match=rf"process {os.getpid()} on .* is writing answers into {folder}, the folder "
                                          r"of the same run id \(LMMS_CACHE_RUN_ID=job42\)"):  # fmt: skip
         resume.hold_run_dir(types.SimpleNamespace(_run_dir=str(folder), _global_rank=0), run)
     owners.release(handle)
     resume.hold_run_dir(types.SimpleNamespace(_run_dir=str(folder), _global_rank=0), run)  # it ended: ours now
-    assert run.notes["lock"] is not None
+    assert run.notes.lock is not None
     resume.release(run)
-    assert "lock" not in run.notes and owners.live_owner(folder) is None
+    assert run.notes.lock is None and owners.live_owner(folder) is None
 
 
 # --- lmms-eval's merge lock (<cache>/runs/.merge.lock): a dead owner's lock is taken over at once ----------------

@@ -10,9 +10,11 @@ import os
 import pytest
 from lmms_eval.api.instance import Instance
 
+from lmms_spatial.conditions import DeclaredTask, ModelRecord, RunConditions
 from lmms_spatial.models import stages
 from lmms_spatial.plugin import conditions, failures
 from lmms_spatial.plugin.maps import own_maps
+from lmms_spatial.run_state import RunNotes
 
 # --- the model's label ----------------------------------------------------------------------------
 
@@ -41,14 +43,14 @@ def test_a_replayed_run_keeps_the_label_of_the_run_whose_samples_it_answers_from
         json.dumps({"config": {"model": "qwen2_5_vl", "model_args": "pretrained=Qwen/Qwen2.5-VL-3B-Instruct"}})
     )
     entry = conditions.model_entry({"model": "replay", "model_args": f"samples={run},prompt_check=warn"})
-    assert entry["label"] == "Qwen2.5-VL-3B-Instruct"
-    assert entry["replayed_from"] == str(run / "20260101_000000_results.json")
+    assert entry.label == "Qwen2.5-VL-3B-Instruct"
+    assert entry.replayed_from == str(run / "20260101_000000_results.json")
 
 
 def test_a_run_records_the_software_that_produced_it():
     from importlib.metadata import version
 
-    env = conditions.build(_results(t={}), {})["environment"]
+    env = _build(_results(t={}), {})["environment"]
     assert {name: env["packages"][name] for name in ("lmms-eval", "transformers", "torch")} == {
         name: version(name) for name in ("lmms-eval", "transformers", "torch")
     }
@@ -66,12 +68,12 @@ def test_a_replay_keeps_the_environment_of_the_run_it_replays_and_adds_its_own_a
         "lmms_spatial": {"schema": 1, "environment": generated}}))  # fmt: skip
     results = _results(mmsi_vanilla={})
     results["config"].update(model="replay", model_args=f"samples={run}")
-    value = conditions.build(results, {"mmsi_vanilla": {}})
+    value = _build(results, {"mmsi_vanilla": MMSI})
     assert value["environment"] == generated
-    assert value["scorer_environment"] == conditions.environments({"name": "x"})["environment"]
+    assert value["scorer_environment"] == conditions.environments(ModelRecord("x", "x", None))[0]
     # a replayed run that recorded no environment: null, not this process's
     (run / "20260101_000000_results.json").write_text(json.dumps({"config": {"model": "qwen2_5_vl"}}))
-    assert conditions.build(results, {"mmsi_vanilla": {}})["environment"] is None
+    assert _build(results, {"mmsi_vanilla": MMSI})["environment"] is None
 
 
 def test_a_replay_of_two_runs_of_one_model_names_per_task_the_run_its_answers_come_from(tmp_path):
@@ -82,15 +84,15 @@ def test_a_replay_of_two_runs_of_one_model_names_per_task_the_run_its_answers_co
     results = {"config": {"model": "replay", "model_args": f"samples={tmp_path}"},
                "n-samples": {"mmsi_vanilla": {"original": 1, "effective": 1},
                              "odi_bench_close_existence": {"original": 1, "effective": 1}}}  # fmt: skip
-    tasks = {"mmsi_vanilla": {}, "odi_bench_close_existence": {}}
-    built = conditions.build(results, tasks)
+    tasks = {"mmsi_vanilla": MMSI, "odi_bench_close_existence": DeclaredTask("odi_bench")}
+    built = _build(results, tasks)
     assert built["model"]["label"] == "Qwen2.5-VL-3B-Instruct"
     assert "replayed_from" not in built["model"]  # two runs: no one run speaks for every task
     assert built["tasks"]["mmsi_vanilla"]["replayed_from"] == str(tmp_path / "20260101_000000_results.json")
     assert built["tasks"]["odi_bench_close_existence"]["replayed_from"] == str(
         tmp_path / "20260102_000000_results.json"
     )
-    only_mmsi = conditions.build(results, {"mmsi_vanilla": {}})  # the run evaluated MMSI alone: one run answered
+    only_mmsi = _build(results, {"mmsi_vanilla": MMSI})  # the run evaluated MMSI alone: one run answered
     assert only_mmsi["model"]["replayed_from"] == str(tmp_path / "20260101_000000_results.json")
     # neither run recorded its software: the replay's environment is unknown (null), its own is the scorer's
     assert built["environment"] is None and built["scorer_environment"]["packages"]
@@ -107,11 +109,16 @@ def test_a_replay_of_two_runs_on_the_same_software_keeps_that_software_as_its_en
     results = {"config": {"model": "replay", "model_args": f"samples={tmp_path}"},
                "n-samples": {"mmsi_vanilla": {"original": 1, "effective": 1},
                              "odi_bench_close_existence": {"original": 1, "effective": 1}}}  # fmt: skip
-    built = conditions.build(results, {"mmsi_vanilla": {}, "odi_bench_close_existence": {}})
+    built = _build(results, {"mmsi_vanilla": MMSI, "odi_bench_close_existence": DeclaredTask("odi_bench")})
     assert built["environment"] == env
 
 
 # --- the conditions of a run --------------------------------------------------------------------
+
+
+def _build(results, tasks, **kwargs) -> dict:
+    """The conditions a run builds, as its results file holds them."""
+    return conditions.build(results, tasks, **kwargs).to_json()
 
 
 def _results(**results_of) -> dict:
@@ -123,10 +130,10 @@ def _results(**results_of) -> dict:
 
 
 def test_documents_count_against_the_splits_size_and_the_limit_is_kept_as_given():
-    tasks = {"mmsi_vanilla": {"benchmark": "mmsi", "judge_rubric": None, "map_stage": None, "run_options": {}}}
-    value = conditions.build(_results(mmsi_vanilla={"accuracy,none": 0.5}), tasks, empty=["odi_bench_close_ocr"])
+    tasks = {"mmsi_vanilla": MMSI}
+    value = _build(_results(mmsi_vanilla={"accuracy,none": 0.5}), tasks, empty=["odi_bench_close_ocr"])
     assert value["schema"] == 1 and value["model"] == {"label": "random_choice", "name": "random_choice",
-                                                       "args": "seed=7", "seed": 7}  # fmt: skip
+                                                       "args": "seed=7", "seed": 7, "fingerprint": None}  # fmt: skip
     task = value["tasks"]["mmsi_vanilla"]
     assert (task["documents"], task["of"], task["limit"]) == (3, 12, 3)  # lmms-eval's 3.0 read back as 3
     assert task["judge"] is None and task["map_source"] is None and task["seed"] == 7
@@ -136,22 +143,23 @@ def test_documents_count_against_the_splits_size_and_the_limit_is_kept_as_given(
 def test_the_seed_is_lmms_evals_when_the_model_takes_none():
     results = _results(t={})
     results["config"].update(model_args="pretrained=x/y", random_seed=1234)
-    assert conditions.build(results, {})["model"]["seed"] == 1234
+    assert _build(results, {})["model"]["seed"] == 1234
 
 
 def test_what_answered_and_the_generation_settings_each_task_was_run_with_are_recorded():
     """--gen_kwargs max_new_tokens=16 over mmsi_cot's own 2048 (tasks/mmsi/mmsi_cot.yaml), 3 of 4 answers
     from the store, given by one earlier run."""
-    tasks = {"mmsi_cot": {"benchmark": "mmsi", "judge_rubric": None, "map_stage": None, "run_options": {}}}
+    tasks = {"mmsi_cot": MMSI}
     results = _results(mmsi_cot={"accuracy,none": 0.5})
     results["config"]["gen_kwargs"] = {"max_new_tokens": 16}
     value = conditions.build(results, tasks)
     own = {"max_new_tokens": 2048, "temperature": 0.0, "do_sample": False, "until": ["\n\n"]}
     earlier = {"run": "the run of 2026-01-01 00:00:00 UTC into out (run id a1)", "answers": 3}
-    notes = {"protocol": {"mmsi_cot": own}, "generation": {"mmsi_cot": {**own, "max_new_tokens": 16}},
-             "store": {"root": "out/cache", "weights": "local:0123456789abcdef", "answers": 3, "asked": 4,
-                       "tasks": {"mmsi_cot": 3}, "from": [earlier]}}  # fmt: skip
+    notes = RunNotes(protocol={"mmsi_cot": own}, generation={"mmsi_cot": {**own, "max_new_tokens": 16}},
+                     store={"root": "out/cache", "weights": "local:0123456789abcdef", "answers": 3, "asked": 4,
+                            "tasks": {"mmsi_cot": 3}, "from": [earlier]})  # fmt: skip
     conditions.add_what_answered(value, results, notes)
+    value = value.to_json()
     assert value["model"]["fingerprint"] == "local:0123456789abcdef"
     assert value["store"] == {"root": "out/cache", "answers": 3, "asked": 4, "from": [earlier]}
     task = value["tasks"]["mmsi_cot"]
@@ -160,18 +168,20 @@ def test_what_answered_and_the_generation_settings_each_task_was_run_with_are_re
                                   "overrides": {"max_new_tokens": 16}}  # fmt: skip
     # no store (LMMS_SPATIAL_RESUME=0, replay): unknown, not 0; the model's args still name its weights
     value = conditions.build(_results(mmsi_cot={}), tasks)
-    conditions.add_what_answered(value, {"config": {}}, {})
+    conditions.add_what_answered(value, {"config": {}}, RunNotes())
+    value = value.to_json()
     assert value["store"] is None and value["tasks"]["mmsi_cot"]["answers_from_store"] is None
     assert value["model"]["fingerprint"] is None and "generation" not in value["tasks"]["mmsi_cot"]
 
 
-ODI = {"benchmark": "odi_bench", "judge_rubric": "odi_open", "map_stage": None, "run_options": {"X": "1"}}
+MMSI = DeclaredTask("mmsi")
+ODI = DeclaredTask("odi_bench", judge_rubric="odi_open", run_options={"X": "1"})
 
 
 def test_an_llm_judge_is_named_with_its_rubric_and_counts(monkeypatch):
     monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "gpt-4o")
     metrics = {"judge_failures,none": 1, "judge_unparsed,none": 1, "judge_fallback_share,none": 0.0}
-    value = conditions.build(_results(odi_bench_open_ocr=metrics), {"odi_bench_open_ocr": ODI})
+    value = _build(_results(odi_bench_open_ocr=metrics), {"odi_bench_open_ocr": ODI})
     # 3 documents: 1 judge failure, 1 unreadable verdict, so 3 - 1 - 1 = 1 verdict in judge_score
     assert value["tasks"]["odi_bench_open_ocr"]["judge"] == {
         "kind": "llm", "model": "gpt-4o", "rubric": "odi_open", "rubric_version": "1.0",
@@ -180,22 +190,22 @@ def test_an_llm_judge_is_named_with_its_rubric_and_counts(monkeypatch):
 
 def test_osr_negative_keeps_its_unreadable_verdicts_among_the_scored_ones(monkeypatch):
     monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "deepseek-chat")
-    osr = {**ODI, "benchmark": "osr_bench", "judge_rubric": "osr_negative"}
+    osr = DeclaredTask("osr_bench", judge_rubric="osr_negative", run_options={"X": "1"})
     metrics = {"judge_failures,none": 0, "judge_unparsed,none": 2}
-    judge = conditions.build(_results(osr_qa_negative_vanilla=metrics), {"osr_qa_negative_vanilla": osr})
+    judge = _build(_results(osr_qa_negative_vanilla=metrics), {"osr_qa_negative_vanilla": osr})
     assert judge["tasks"]["osr_qa_negative_vanilla"]["judge"]["scored"] == 3  # the 2 unreadable ones score 0
 
 
 def test_the_rule_based_fallback_is_named_with_its_share(monkeypatch):
     monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "none")
-    value = conditions.build(_results(t={"judge_fallback_share,none": 1.0}), {"t": ODI})
+    value = _build(_results(t={"judge_fallback_share,none": 1.0}), {"t": ODI})
     assert value["tasks"]["t"]["judge"] == {"kind": "rule", "rule": "odi_open rule-based fallback "
                                             "(LMMS_SPATIAL_JUDGE=none)", "share": 1.0}  # fmt: skip
 
 
 def test_no_judge_configured_says_so(monkeypatch):
     monkeypatch.delenv("LMMS_SPATIAL_JUDGE", raising=False)
-    value = conditions.build(_results(t={"judge_failures,none": 3}), {"t": ODI})
+    value = _build(_results(t={"judge_failures,none": 3}), {"t": ODI})
     assert value["tasks"]["t"]["judge"] == {"kind": "none", "reason": "no judge configured (LMMS_SPATIAL_JUDGE is "
                                                                       "not set)"}  # fmt: skip
 
@@ -205,8 +215,8 @@ def test_no_judge_configured_says_so(monkeypatch):
                           (None, False, "none")])  # fmt: skip
 def test_the_map_source_is_read_from_the_answers_given_without_a_map(without, draws, source):
     metrics = {} if without is None else {"answers_without_map,none": without}  # None: --predict_only, no metrics
-    osr = {"benchmark": "osr_bench", "judge_rubric": None, "map_stage": "osr_cogmap", "run_options": {}}
-    value = conditions.build(_results(t=metrics), {"t": osr}, lm_draws_maps=draws)
+    osr = DeclaredTask("osr_bench", map_stage="osr_cogmap")
+    value = _build(_results(t=metrics), {"t": osr}, lm_draws_maps=draws)
     assert value["tasks"]["t"]["map_source"] == source
 
 
@@ -215,12 +225,12 @@ def test_run_options_come_from_the_score_records_when_the_samples_are_at_hand():
     results["samples"] = {
         "t": [{"doc_id": 0, "judge_score": {"run_options": {"LMMS_SPATIAL_ODI_API_IMAGES": "openai"}}}]
     }
-    value = conditions.build(results, {"t": ODI})
+    value = _build(results, {"t": ODI})
     assert value["tasks"]["t"]["run_options"] == {"LMMS_SPATIAL_ODI_API_IMAGES": "openai"}
-    assert conditions.build(_results(t={}), {"t": ODI})["tasks"]["t"]["run_options"] == {"X": "1"}  # no samples
+    assert _build(_results(t={}), {"t": ODI})["tasks"]["t"]["run_options"] == {"X": "1"}  # no samples
 
 
-def test_the_tasks_declare_their_judge_and_map_on_their_scorer():
+def test_the_tasks_declare_their_judge_and_map_in_their_benchmarks_task_needs():
     from lmms_spatial.tasks.odi_bench import adapter as odi
     from lmms_spatial.tasks.osr_bench import adapter as osr
 
@@ -234,23 +244,26 @@ def test_the_tasks_declare_their_judge_and_map_on_their_scorer():
                  "mme": Task("mme", print)}  # fmt: skip
     found = conditions.declared(task_dict)
     assert set(found) == {"odi_bench_open_ocr", "osr_qa_cogmap_negative_think"}  # not lmms-eval's own mme
-    assert (
-        found["odi_bench_open_ocr"]["judge_rubric"] == "odi_open" and found["odi_bench_open_ocr"]["map_stage"] is None
-    )
-    assert (found["osr_qa_cogmap_negative_think"]["judge_rubric"], found["osr_qa_cogmap_negative_think"]["map_stage"]) \
+    assert found["odi_bench_open_ocr"].judge_rubric == "odi_open" and found["odi_bench_open_ocr"].map_stage is None
+    assert (found["osr_qa_cogmap_negative_think"].judge_rubric, found["osr_qa_cogmap_negative_think"].map_stage) \
         == ("osr_negative", "osr_cogmap")  # fmt: skip
 
 
 # --- the last lines -----------------------------------------------------------------------------------
 
 
-def _value(**tasks) -> dict:
-    return {"model": {"label": "tiny", "name": "qwen2_5_vl", "args": "pretrained=/m/tiny"}, "tasks": tasks}
+def _value(model: dict | None = None, **tasks) -> RunConditions:
+    """Conditions as a results file holds them, read back."""
+    model = model or {"label": "tiny", "name": "qwen2_5_vl", "args": "pretrained=/m/tiny"}
+    return RunConditions.from_json({"model": model, "tasks": tasks})
 
 
 def test_with_map_tasks_answered_without_a_map_are_named_with_the_command_that_scores_them():
-    value = _value(osr_qa_cogmap_standard_vanilla={"map_source": "none"}, osr_qa_standard_vanilla={"map_source": None})
-    value["model"] = {"label": "random_choice", "name": "random_choice", "args": "seed=0"}
+    value = _value(
+        {"label": "random_choice", "name": "random_choice", "args": "seed=0"},
+        osr_qa_cogmap_standard_vanilla={"map_source": "none"},
+        osr_qa_standard_vanilla={"map_source": None},
+    )
     (line,) = conditions.notes(value)
     assert line == (
         "lmms-spatial: osr_qa_cogmap_standard_vanilla: not scored (NaN): they ask each question after the model's "
@@ -389,3 +402,74 @@ def test_a_simple_model_or_one_that_draws_stages_itself_is_left_alone(clean_stag
         assert drawing is False and "generate_until" not in simple.__dict__
     with own_maps(FakeChat(), set(), "fake:m") as drawing:  # no with-map task in the run
         assert drawing is False
+
+
+# --- one schema: the values the run writes are the values the report reads -----------------------------------
+
+
+def test_the_conditions_a_run_writes_read_back_to_the_same_bytes():
+    """Every key a run of ours writes, in its order (a replayed run, an LLM judge, a with-map task, the store and
+    the keys lmms_spatial.plugin.isolation adds): from_json then to_json gives the same JSON, byte for byte."""
+    generation = {"protocol": {"max_new_tokens": 512}, "in_effect": {"max_new_tokens": 16},
+                  "overrides": {"max_new_tokens": 16}}  # fmt: skip
+    written = {
+        "schema": 1, "lmms_spatial_version": "0.1.0",
+        "model": {"label": "Qwen2.5-VL-3B-Instruct", "name": "replay", "args": "samples=out", "seed": None,
+                  "replayed_from": "out/20260101_000000_results.json", "fingerprint": None},
+        "tasks": {
+            "odi_bench_open_ocr": {"documents": 3, "of": 12, "limit": 3,
+                                   "judge": {"kind": "llm", "model": "gpt-4o", "rubric": "odi_open",
+                                             "rubric_version": "1.0", "scored": 1, "failures": 1, "unparsed": 1},
+                                   "map_source": None, "run_options": {"LMMS_SPATIAL_ODI_API_IMAGES": "openai"},
+                                   "seed": None, "replayed_from": "out/20260101_000000_results.json",
+                                   "answers_from_store": 2, "generation": generation, "requests_failed": 1},
+            "osr_qa_cogmap_negative_think": {"documents": 12, "of": 12, "limit": None,
+                                             "judge": {"kind": "rule", "rule": "osr_negative rule-based fallback "
+                                                       "(LMMS_SPATIAL_JUDGE=none)", "share": None},
+                                             "map_source": "none", "run_options": {}, "seed": 0,
+                                             "answers_from_store": None, "requests_failed": 0},
+            "mmsi_vanilla": {"documents": 0, "of": 0, "limit": None, "judge": {"kind": "none", "reason": "no key"},
+                             "map_source": None, "run_options": {}, "seed": 0, "answers_from_store": 0,
+                             "requests_failed": 0},
+        },
+        "environment": None, "scorer_environment": {"python": "3.11.7"},
+        "store": {"root": "out/cache", "answers": 2, "asked": 27, "from": [{"run": "the run of ...", "answers": 2}]},
+        "failed_tasks": {"mmsi_vanilla": "ValueError: x"}, "groups_without_scores": ["mmsi"],
+    }  # fmt: skip
+    read = RunConditions.from_json(json.loads(json.dumps(written)))
+    assert read.tasks["odi_bench_open_ocr"].judge.scored == 1 and read.model.replayed_from.endswith("_results.json")
+    assert json.dumps(read.to_json(), indent=2) == json.dumps(written, indent=2)
+
+
+def test_a_key_an_earlier_version_did_not_write_is_taken_from_the_samples_but_a_recorded_null_is_kept():
+    """OSR-Bench with-map records carry their stage outputs (here: no map, so "none" when derived). A run that
+    recorded ``map_source: null`` said the task is no with-map task: the report keeps that null; a file without
+    the key gets the map source its samples show."""
+    from lmms_spatial.reports.runs import derive_conditions
+
+    lines = {"t": [{"doc_id": 0, "accuracy": {"score": 0.0, "stage_outputs": {"osr_cogmap": None}}}]}
+
+    def read(entry: dict) -> str | None:
+        data = {"config": {"model": "random_choice", "model_args": "seed=0"},
+                "n-samples": {"t": {"original": 1, "effective": 1}},
+                "lmms_spatial": {"schema": 1, "model": {"label": "random_choice"}, "tasks": {"t": entry}}}  # fmt: skip
+        return derive_conditions(data, lines).task("t").map_source
+
+    assert read({"documents": 1, "map_source": None}) is None
+    assert read({"documents": 1}) == "none"
+    assert read({"documents": 1, "map_source": "own_map"}) == "own_map"
+
+
+def test_a_benchmark_declares_its_needs_once_by_scorer_name_and_one_that_declares_none_needs_nothing():
+    from lmms_spatial.conditions import TaskNeeds, declare, needs_of
+
+    def process_results_open():  # named as ODI-Bench's open-ended scorer
+        pass
+
+    def process_results():  # named as its close-ended one
+        pass
+
+    assert declare("odi_bench", process_results_open).judge_rubric == "odi_open"
+    assert declare("odi_bench", process_results).judge_rubric is None
+    assert needs_of("no_such_benchmark") == TaskNeeds()
+    assert declare("no_such_benchmark", process_results) == DeclaredTask("no_such_benchmark", None, None, {})

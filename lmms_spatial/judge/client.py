@@ -48,6 +48,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from lmms_spatial.conditions import FALLBACK_JUDGE, UNPARSED_REASON  # the names score records carry
 from lmms_spatial.metrics.rubrics import Rubric, UnparsedReply, get_rubric
 
 from .cache import CacheEntry, VerdictCache
@@ -55,8 +56,6 @@ from .config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, JudgeConfig
 from .errors import JudgeNotConfiguredError, JudgeUnavailableError
 from .stats import JudgeStats
 
-FALLBACK_JUDGE = "none (rule-based fallback)"
-UNPARSED_REASON = "judge_unparsed"
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 _THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
 

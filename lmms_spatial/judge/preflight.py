@@ -12,9 +12,12 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .config import API_KEY_FALLBACKS, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, JudgeConfig
+
+if TYPE_CHECKING:
+    from lmms_spatial.conditions import TaskRecord
 
 PROBE_TIMEOUT = 5.0
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -81,11 +84,11 @@ def notice(tasks: list[str], env: Mapping[str, str] | None = None, timeout: floa
 KEY_VARIABLES = f"{ENV_API_KEY} (or {' / '.join(API_KEY_FALLBACKS)})"
 
 
-def unjudged_line(tasks: Mapping[str, Mapping[str, Any]]) -> str | None:
+def unjudged_line(tasks: Mapping[str, TaskRecord]) -> str | None:
     """After a run: the closing line when an LLM judge left items unjudged (its server stopped answering midway,
     or never answered), else ``None``. ``tasks``: the ``tasks`` of the run's conditions
-    (:mod:`lmms_spatial.plugin.conditions`), whose judge counts cover every rank. A refused key has its own line
-    (:func:`refused_key_line`)."""
+    (:class:`lmms_spatial.conditions.RunConditions`), whose judge counts cover every rank. A refused key has its own
+    line (:func:`refused_key_line`)."""
     from .client import refused_keys
 
     if refused_keys():
@@ -93,11 +96,11 @@ def unjudged_line(tasks: Mapping[str, Mapping[str, Any]]) -> str | None:
     failed: dict[str, tuple[int, int]] = {}
     model = None
     for task, entry in sorted(tasks.items()):
-        judge = entry.get("judge") or {}
-        if judge.get("kind") == "llm" and judge.get("failures"):
-            model = judge.get("model")
-            asked = int(judge["failures"]) + int(judge.get("scored") or 0) + int(judge.get("unparsed") or 0)
-            failed[task] = (int(judge["failures"]), asked)
+        judge = entry.judge
+        if judge is not None and judge.kind == "llm" and judge.failures:
+            model = judge.model
+            asked = judge.failures + (judge.scored or 0) + (judge.unparsed or 0)
+            failed[task] = (judge.failures, asked)
     if not failed:
         return None
     total, asked = sum(n for n, _ in failed.values()), sum(m for _, m in failed.values())

@@ -37,10 +37,9 @@ from typing import Any
 from loguru import logger
 
 from lmms_spatial import run_options
-from lmms_spatial.model_args import model_label, parse_model_args
+from lmms_spatial.conditions import KEY, RunConditions, model_label, parse_model_args
 from lmms_spatial.models import stages
 from lmms_spatial.models._base import TextOnlyModel
-from lmms_spatial.run_state import RESULTS_KEY as KEY
 from lmms_spatial.run_state import RunRefused
 
 _SAMPLES_FILE = re.compile(r"^(?P<stamp>.*?)_samples_(?P<task>.+)\.jsonl$")
@@ -109,14 +108,14 @@ def _read_results(run: LoggedRun) -> None:
         return
     from lmms_spatial.environment import compared
 
-    recorded = (data.get(KEY) or {}).get("model") or {}
+    recorded = RunConditions.from_json(data.get(KEY))
     run.results, run.settings = results, _settings(config)
     # the lmms-eval / transformers / torch versions that gave the answers (a run of ours records them): answers
     # of two versions are two runs, never one model's
-    run.settings["software"] = [list(pair) for pair in compared((data.get(KEY) or {}).get("environment"))]
+    run.settings["software"] = [list(pair) for pair in compared(recorded.environment)]
     # and the weights (a checkpoint rebuilt at one path gives other answers under the same model_args)
-    run.settings["weights"] = recorded.get("fingerprint")
-    run.label = str(recorded.get("label") or model_label(config.get("model"), config.get("model_args")))
+    run.settings["weights"] = recorded.model.fingerprint
+    run.label = str(recorded.model.label or model_label(config.get("model"), config.get("model_args")))
 
 
 def _samples_of(part: str, root: Path) -> list[Path]:

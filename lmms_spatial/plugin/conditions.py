@@ -2,7 +2,8 @@
 
 lmms-eval writes the whole dict ``simple_evaluate`` returns into ``<output>/<model>/<date>_results.json``.
 A run of ours adds one key, ``lmms_spatial``, read by ``lmms-spatial report``
-(:mod:`lmms_spatial.reports.runs`)::
+(:mod:`lmms_spatial.reports.runs`); both sides spell it with the typed values of :mod:`lmms_spatial.conditions`
+(:class:`~lmms_spatial.conditions.RunConditions`)::
 
     {"schema": 1, "lmms_spatial_version": "0.1.0",
      "model": {"label": "Qwen2.5-VL-7B-Instruct", "name": "qwen2_5_vl", "args": "pretrained=...", "seed": 0},
@@ -65,12 +66,29 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lmms_spatial.model_args import LABEL_ARGS, model_label, parse_model_args, short_name  # noqa: F401 - below the plugin
-from lmms_spatial.run_state import RESULTS_KEY as KEY
+from lmms_spatial.conditions import (  # noqa: F401  (the names the run's code and tests know them by)
+    KEY,
+    LABEL_ARGS,
+    SCHEMA,
+    DeclaredTask,
+    Generation,
+    Judge,
+    ModelRecord,
+    RunConditions,
+    StoreRecord,
+    TaskRecord,
+    benchmark_of,
+    declare,
+    model_label,
+    parse_model_args,
+    short_name,
+)
 
-SCHEMA = 1
+if TYPE_CHECKING:
+    from lmms_spatial.run_state import RunNotes
+
 UNPARSED_NOTE_SHARE = 0.05  # more than this share of unreadable verdicts is said in the run's last lines
 # rubrics whose official code scores an unreadable verdict 0 (kept, and counted): OSR-Bench's
 # evaluation/llm_evaluator.py (json.loads fails, or no "score": 0)
@@ -104,18 +122,17 @@ def replayed_runs(args: Any) -> dict[str, tuple[str, str]]:
     return {task: (run.label, str(run.results)) for task, run in found.items() if run.results is not None}
 
 
-def model_entry(config: Mapping[str, Any], tasks: Any = None) -> dict[str, Any]:
+def model_entry(config: Mapping[str, Any], tasks: Any = None) -> ModelRecord:
     """The ``model`` value; for a replay, of the runs that answered ``tasks`` (every task found when None)."""
     name, args = config.get("model"), config.get("model_args")
-    entry: dict[str, Any] = {"label": model_label(name, args), "name": name, "args": args,
-                             "seed": _model_seed(args, config)}  # fmt: skip
+    entry = ModelRecord(model_label(name, args), name, args, _model_seed(args, config))
     if name == "replay":
         runs = replayed_runs(args)
         found = {run for task, run in runs.items() if tasks is None or task in tasks}
         if len({label for label, _ in found}) == 1:  # one model with the same settings (replay refuses a mixture)
-            entry["label"] = next(iter(found))[0]
+            entry.label = next(iter(found))[0]
         if len(found) == 1:  # every task's answers come from one run
-            entry["replayed_from"] = next(iter(found))[1]
+            entry.replayed_from = next(iter(found))[1]
     return entry
 
 
@@ -134,37 +151,19 @@ def _leaf_tasks(task_dict: Mapping) -> dict[str, Any]:
     return found
 
 
-def benchmark_of(function: Any) -> str | None:
-    """``odi_bench`` for a function of ``lmms_spatial.tasks.odi_bench...``; None for another module's."""
-    parts = str(getattr(function, "__module__", "") or "").split(".")
-    return parts[2] if len(parts) > 2 and parts[:2] == ["lmms_spatial", "tasks"] else None
-
-
-def declared(task_dict: Mapping) -> dict[str, dict[str, Any]]:
+def declared(task_dict: Mapping) -> dict[str, DeclaredTask]:
     """{leaf task of ours: its benchmark, judge rubric, map stage and run options in effect now}.
 
-    Tasks declare them on their ``process_results`` function (``judge_rubric``, ``map_stage``,
-    ``run_options_in_effect``); the run options are read while the model is known (API image rules).
+    Each benchmark declares them once, in its ``utils.py`` (``TASK_NEEDS``, a
+    :class:`~lmms_spatial.conditions.TaskNeeds`, by scorer); the run options are read while the model is known
+    (API image rules).
     """
-    from lmms_spatial import run_options
-
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, DeclaredTask] = {}
     for name, task in _leaf_tasks(task_dict).items():
         function = getattr(getattr(task, "config", None), "process_results", None)
         benchmark = benchmark_of(function)
-        if benchmark is None:
-            continue
-        options = getattr(function, "run_options_in_effect", None)
-        try:
-            in_effect = options() if callable(options) else run_options.in_effect(benchmark)
-        except Exception as exc:  # a bad option value fails the run elsewhere, naming it
-            in_effect = {"error": str(exc)}
-        out[name] = {
-            "benchmark": benchmark,
-            "judge_rubric": getattr(function, "judge_rubric", None),
-            "map_stage": getattr(function, "map_stage", None),
-            "run_options": in_effect,
-        }
+        if benchmark is not None:
+            out[name] = declare(benchmark, function)
     return out
 
 
@@ -196,7 +195,7 @@ def _samples_options(samples: list[dict] | None) -> dict[str, str] | None:
     return None
 
 
-def judge_entry(rubric: str, metrics: Mapping[str, Any], documents: int, without_map: int) -> dict[str, Any]:
+def judge_entry(rubric: str, metrics: Mapping[str, Any], documents: int, without_map: int) -> Judge:
     from lmms_spatial.judge import JudgeConfig, get_rubric
     from lmms_spatial.judge.config import ENV_MODEL
 
@@ -206,16 +205,16 @@ def judge_entry(rubric: str, metrics: Mapping[str, Any], documents: int, without
         share = _number(metrics.get("judge_fallback_share,none"))
         if share is None or not math.isfinite(share):
             share = 1.0 if documents > without_map else None
-        return {"kind": "rule", "rule": f"{rubric} rule-based fallback ({ENV_MODEL}=none)", "share": share}
+        return Judge("rule", rule=f"{rubric} rule-based fallback ({ENV_MODEL}=none)", share=share)
     if config.model is None:
-        return {"kind": "none", "reason": f"no judge configured ({ENV_MODEL} is not set)"}
-    entry: dict[str, Any] = {"kind": "llm", "model": config.model, "rubric": rubric,
-                             "rubric_version": get_rubric(rubric).version}  # fmt: skip
-    if failures is not None:
-        answered = documents - failures - without_map
-        scored = answered if rubric in SCORED_UNPARSED else answered - (unparsed or 0)
-        entry.update(scored=scored, failures=failures, unparsed=unparsed or 0)
-    return entry
+        return Judge("none", reason=f"no judge configured ({ENV_MODEL} is not set)")
+    judge = Judge("llm", model=config.model, rubric=rubric, rubric_version=get_rubric(rubric).version)
+    if failures is None:
+        return judge
+    answered = documents - failures - without_map
+    scored = answered if rubric in SCORED_UNPARSED else answered - (unparsed or 0)
+    return Judge("llm", model=judge.model, rubric=rubric, rubric_version=judge.rubric_version, scored=scored,
+                 failures=failures, unparsed=unparsed or 0)  # fmt: skip
 
 
 def map_source(metrics: Mapping[str, Any], documents: int, lm_draws_maps: bool) -> str:
@@ -227,8 +226,8 @@ def map_source(metrics: Mapping[str, Any], documents: int, lm_draws_maps: bool) 
     return "none" if without >= documents else "partial"
 
 
-def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *, lm_draws_maps: bool = False,
-          empty: list[str] = ()) -> dict[str, Any]:  # fmt: skip
+def build(results: Mapping[str, Any], tasks: Mapping[str, DeclaredTask], *, lm_draws_maps: bool = False,
+          empty: list[str] = ()) -> RunConditions:  # fmt: skip
     """The ``lmms_spatial`` value of one finished run (see the module doc)."""
     from lmms_spatial import __version__
 
@@ -241,46 +240,44 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]], *,
     table = results.get("results") or {}
     samples = results.get("samples") or {}
     replayed = replayed_runs(config.get("model_args")) if config.get("model") == "replay" else {}
-    entries: dict[str, Any] = {}
+    entries: dict[str, TaskRecord] = {}
     for name, info in sorted(tasks.items()):
         n = counts.get(name) or {}
         documents = int(n.get("effective", n.get("original", 0)) or 0)
         metrics = table.get(name) or {}
         without_map = _count(metrics, "answers_without_map") or 0
-        rubric = info.get("judge_rubric")
+        rubric = info.judge_rubric
         options = _samples_options(samples.get(name))
-        entries[name] = {
-            "documents": documents,
-            "of": int(n.get("original", documents) or 0),
-            "limit": limit,
-            "judge": judge_entry(rubric, metrics, documents, without_map) if rubric else None,
-            "map_source": map_source(metrics, documents, lm_draws_maps) if info.get("map_stage") else None,
-            "run_options": options if options is not None else dict(info.get("run_options") or {}),
-            "seed": model["seed"],
-        }
-        if name in replayed:
-            entries[name]["replayed_from"] = replayed[name][1]
+        entries[name] = TaskRecord(
+            documents=documents,
+            of=int(n.get("original", documents) or 0),
+            limit=limit,
+            judge=judge_entry(rubric, metrics, documents, without_map) if rubric else None,
+            map_source=map_source(metrics, documents, lm_draws_maps) if info.map_stage else None,
+            run_options=options if options is not None else dict(info.run_options or {}),
+            seed=model.seed,
+            replayed_from=replayed[name][1] if name in replayed else None,
+        )
     for name in empty:
-        entries[name] = {"documents": 0, "of": 0, "limit": limit, "judge": None, "map_source": None,
-                         "run_options": {}, "seed": model["seed"]}  # fmt: skip
-    return {"schema": SCHEMA, "lmms_spatial_version": __version__, "model": model, "tasks": entries,
-            **environments(model, entries)}  # fmt: skip
+        entries[name] = TaskRecord(documents=0, of=0, limit=limit, run_options={}, seed=model.seed)
+    environment, scorer_environment = environments(model, entries)
+    return RunConditions(model, entries, environment, scorer_environment, lmms_spatial_version=__version__)
 
 
-def environments(model: Mapping[str, Any], tasks: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """``environment``: the software that produced the answers (:func:`lmms_spatial.environment.snapshot`). A
-    replayed run's answers were produced by the runs it replays (``replayed_from``, per task): their recorded
-    environment (null when they recorded none, or, which replay refuses, different ones), and this process's
-    snapshot as ``scorer_environment``."""
+def environments(model: ModelRecord, tasks: Mapping[str, TaskRecord] | None = None) -> tuple[Any, Any]:
+    """(``environment``, ``scorer_environment``): the software that produced the answers
+    (:func:`lmms_spatial.environment.snapshot`), and None. A replayed run's answers were produced by the runs it
+    replays (``replayed_from``, per task): their recorded environment (None when they recorded none, or, which
+    replay refuses, different ones), and this process's snapshot as the scorer's."""
     from lmms_spatial import environment
 
     here = environment.snapshot()
-    if model.get("name") != "replay":
-        return {"environment": here}
-    sources = {model.get("replayed_from")} | {entry.get("replayed_from") for entry in (tasks or {}).values()}
+    if model.name != "replay":
+        return here, None
+    sources = {model.replayed_from} | {entry.replayed_from for entry in (tasks or {}).values()}
     found = [recorded_environment(source) for source in sorted(s for s in sources if s)]
     distinct = {json.dumps(env, sort_keys=True) for env in found}
-    return {"environment": found[0] if len(distinct) == 1 else None, "scorer_environment": here}
+    return (found[0] if len(distinct) == 1 else None), here
 
 
 def recorded_environment(results_file: Any) -> dict[str, Any] | None:
@@ -292,8 +289,7 @@ def recorded_environment(results_file: Any) -> dict[str, Any] | None:
             data = json.load(handle)
     except (OSError, ValueError):
         return None
-    found = (data.get(KEY) or {}).get("environment") if isinstance(data, dict) else None
-    return found if isinstance(found, dict) else None
+    return RunConditions.from_json(data.get(KEY) if isinstance(data, dict) else None).environment
 
 
 EXAMPLE_CHAT_MODEL = "qwen2_5_vl --model_args pretrained=Qwen/Qwen2.5-VL-7B-Instruct"
@@ -301,12 +297,12 @@ NOT_SCORED_KEY = "not_scored,none"  # results["results"][task] of a with-map tas
 NO_MAP = "no map"
 
 
-def annotate(results: dict, conditions: Mapping[str, Any]) -> None:
+def annotate(results: dict, conditions: RunConditions) -> None:
     """Name in lmms-eval's results table why a with-map task's scores are NaN (in place): ``not_scored: no map``
     (short, so lmms-eval's value column keeps its width; the run's last lines say the rest)."""
     table = results.get("results") or {}
-    for task, entry in (conditions.get("tasks") or {}).items():
-        if entry.get("map_source") == "none" and isinstance(table.get(task), dict):
+    for task, entry in conditions.tasks.items():
+        if entry.map_source == "none" and isinstance(table.get(task), dict):
             table[task][NOT_SCORED_KEY] = NO_MAP
 
 
@@ -334,30 +330,30 @@ def example_verdict(samples: Mapping[str, list[dict]], tasks: list[str]) -> str 
     return None
 
 
-def notes(conditions: Mapping[str, Any], samples: Mapping[str, list[dict]] | None = None,
+def notes(conditions: RunConditions, samples: Mapping[str, list[dict]] | None = None,
           example: Any = None) -> list[str]:  # fmt: skip
     """The last lines a run's conditions call for (see the module doc). ``example(rubric)`` gives an unreadable
     verdict when the samples hold none."""
     lines: list[str] = []
-    tasks = conditions.get("tasks") or {}
-    model = conditions.get("model") or {}
-    mapless = [t for t, c in sorted(tasks.items()) if c.get("map_source") in ("none", "partial")]
+    tasks = conditions.tasks
+    model = conditions.model
+    mapless = [t for t, c in sorted(tasks.items()) if c.map_source in ("none", "partial")]
     if mapless:
-        name = model.get("name") or "the model"
+        name = model.name or "the model"
         why = "replays answers given without one" if name == "replay" else "is not a chat model"
         lines.append(
             f"lmms-spatial: {', '.join(mapless)}: not scored (NaN): they ask each question after the model's own "
-            f"map, and {model.get('label') or name} drew none ({name} {why}; answers_without_map counts them). A chat "
+            f"map, and {model.label or name} drew none ({name} {why}; answers_without_map counts them). A chat "
             f"model draws its own map, e.g. lmms-eval --model {EXAMPLE_CHAT_MODEL} --tasks {','.join(mapless)}"
         )
     by_rubric: dict[tuple[str, str], list[str]] = {}
     for task, entry in sorted(tasks.items()):
-        judge = entry.get("judge") or {}
-        if judge.get("kind") == "llm" and judge.get("scored") is not None:  # every task this judge scored
-            by_rubric.setdefault((judge["model"], judge["rubric"]), []).append(task)
+        judge = entry.judge
+        if judge is not None and judge.kind == "llm" and judge.scored is not None:  # every task this judge scored
+            by_rubric.setdefault((judge.model, judge.rubric), []).append(task)
     for (judge_model, rubric), names in sorted(by_rubric.items()):
-        unparsed = sum(tasks[t]["judge"]["unparsed"] for t in names)
-        scored = sum(tasks[t]["judge"].get("scored", 0) for t in names)
+        unparsed = sum(tasks[t].judge.unparsed or 0 for t in names)
+        scored = sum(tasks[t].judge.scored or 0 for t in names)
         answered = scored if rubric in SCORED_UNPARSED else scored + unparsed
         if not unparsed or unparsed / answered <= UNPARSED_NOTE_SHARE:
             continue
@@ -401,23 +397,22 @@ def generation_kwargs_of(task_dict: Mapping) -> dict[str, dict[str, Any]]:
     return out
 
 
-def add_what_answered(value: dict[str, Any], results: Mapping[str, Any], notes: Mapping[str, Any]) -> None:
+def add_what_answered(value: RunConditions, results: Mapping[str, Any], notes: RunNotes) -> None:
     """``model.fingerprint``, ``store`` and each task's ``answers_from_store`` and ``generation`` (in place)."""
     from lmms_spatial.plugin import weights
 
-    store = notes.get("store")
-    model = value.setdefault("model", {})
-    model["fingerprint"] = (store or {}).get("weights") or weights.fingerprint(model.get("args"))
-    value["store"] = (
-        {"root": store.get("root"), "answers": store.get("answers"), "asked": store.get("asked"),
-         "from": list(store.get("from") or [])} if store else None
-    )  # fmt: skip
+    store = notes.store
+    value.model.fingerprint = (store or {}).get("weights") or weights.fingerprint(value.model.args)
+    value.store = (
+        StoreRecord(store.get("root"), store.get("answers"), store.get("asked"), list(store.get("from") or []))
+        if store
+        else None
+    )
     overrides = (results.get("config") or {}).get("gen_kwargs")
     overrides = json.loads(json.dumps(dict(overrides), default=str)) if isinstance(overrides, Mapping) else {}
-    protocol, in_effect = notes.get("protocol") or {}, notes.get("generation") or {}
+    protocol, in_effect = notes.protocol, notes.generation
     served = (store or {}).get("tasks") or {}
-    for name, entry in (value.get("tasks") or {}).items():
-        entry["answers_from_store"] = int(served.get(name, 0)) if store else None
+    for name, entry in value.tasks.items():
+        entry.answers_from_store = int(served.get(name, 0)) if store else None
         if name in in_effect or name in protocol:
-            entry["generation"] = {"protocol": protocol.get(name), "in_effect": in_effect.get(name, protocol.get(name)),
-                                   "overrides": overrides}  # fmt: skip
+            entry.generation = Generation(protocol.get(name), in_effect.get(name, protocol.get(name)), overrides)

@@ -21,14 +21,17 @@ A simple (non-chat) model gets no messages, so no map: its with-map tasks are le
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lmms_spatial.conditions import DeclaredTask
 
 
-def map_tasks(declared: dict[str, dict[str, Any]]) -> set[str]:
+def map_tasks(declared: Mapping[str, DeclaredTask]) -> set[str]:
     """The tasks whose answers are given after a stage the model must generate (their ``map_stage``)."""
-    return {name for name, info in declared.items() if info.get("map_stage")}
+    return {name for name, info in declared.items() if info.map_stage}
 
 
 def needs_engine(lm: Any, tasks: set[str]) -> bool:

@@ -84,7 +84,7 @@ def recognise(task_dict: Any) -> run_state.Run | None:
     arguments = call.arguments if call is not None else {}
     run = run_state.Run(ours, arguments.get("cli_args"), bool(arguments.get("predict_only")), call=call)
     model = arguments.get("model")
-    run.notes["model_id"] = f"{model if isinstance(model, str) else type(model).__name__}:" \
+    run.notes.model_id = f"{model if isinstance(model, str) else type(model).__name__}:" \
                             f"{arguments.get('model_args') or ''}"  # fmt: skip
     if call is not None:
         call.run = run

@@ -32,7 +32,7 @@ MAX_RUNS_PER_SECOND = 1000
 
 
 def _is_ours(results: Any) -> bool:
-    from lmms_spatial.plugin.conditions import KEY
+    from lmms_spatial.conditions import KEY
 
     return isinstance(results, dict) and KEY in results
 

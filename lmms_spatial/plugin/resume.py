@@ -94,7 +94,7 @@ def default_dir(output_path: str | None) -> Path:
 
 
 def _announce(run: Any, where: str, how: str) -> None:
-    run.notes["answers"] = where
+    run.notes.answers = where
     print(f"lmms-spatial: answers are kept in {where} as they come ({how}); the same command run again asks "
           "the model only for the missing ones", file=sys.stderr, flush=True)  # fmt: skip
 
@@ -420,14 +420,15 @@ def hold_run_dir(cache: Any, run: Any, folder: str | None = None, rank: int | No
             f"{owners.describe(owner)} is writing answers into {run_dir}, the folder of the same run id{named}: "
             "two live runs cannot share one; wait for it to end, or give this run its own (LMMS_CACHE_RUN_ID=<id>)"
         )
-    run.notes["lock"] = handle
+    run.notes.lock = handle
 
 
 def release(run: Any) -> None:
     """The end of a run of ours: its run folder's lock is let go."""
     from lmms_spatial.plugin import owners
 
-    owners.release(run.notes.pop("lock", None))
+    lock, run.notes.lock = run.notes.lock, None
+    owners.release(lock)
 
 
 def _create(original):

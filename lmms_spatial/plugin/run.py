@@ -141,10 +141,10 @@ def _simple_evaluate(original: Callable) -> Callable:
         if call.run is not None:
             from lmms_spatial.plugin.samples import hash_documents
 
-            hash_documents(results, call.run.notes.get("tasks") or {})  # lmms-eval hashes null for every sample
+            hash_documents(results, call.run.notes.tasks)  # lmms-eval hashes null for every sample
             record_conditions(results, call.run)
         if call.run is not None and isinstance(results, dict):
-            kept = call.run.notes.get("answers")
+            kept = call.run.notes.answers
             config = results.get("config")
             if kept and isinstance(config, dict) and not config.get("use_cache"):
                 config["use_cache"] = kept  # the folder the answers are in, as lmms-eval records its own
@@ -155,11 +155,11 @@ def _simple_evaluate(original: Callable) -> Callable:
 
 def _kept_line(run: Run | None) -> str:
     """What an interrupted run keeps, and how to go on."""
-    where = run.notes.get("answers") if run is not None else None
+    where = run.notes.answers if run is not None else None
     if not where:
         return ("no answer was kept (the model had not answered, or answers are not kept: LMMS_SPATIAL_RESUME=0); "
                 "run the same command again")  # fmt: skip
-    count = run.notes.get("kept_answers")
+    count = run.notes.kept_answers
     answers = f"{count} answers are" if isinstance(count, int) else "the answers so far are"
     return f"{answers} kept in {where}; the same command resumes, asking the model only for the missing ones"
 
@@ -167,7 +167,7 @@ def _kept_line(run: Run | None) -> str:
 def _count_kept(cache: Any, run: Run) -> None:
     """The answers an interrupted run's store holds (read before it is closed)."""
     try:
-        run.notes["kept_answers"] = int(cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+        run.notes.kept_answers = int(cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
     except Exception:  # no count: the line says "the answers so far"
         pass
 
@@ -180,21 +180,20 @@ def record_conditions(results: Any, run: Run) -> None:
     try:
         from lmms_spatial.plugin import conditions, empty_tasks
 
-        value = conditions.build(results, run.notes.get("tasks") or {}, lm_draws_maps=bool(run.notes.get("maps")),
-                                 empty=empty_tasks.left_out())  # fmt: skip
+        value = conditions.build(results, run.notes.tasks, lm_draws_maps=run.notes.maps, empty=empty_tasks.left_out())
         conditions.add_what_answered(value, results, run.notes)
         from lmms_spatial.plugin.failed_requests import counts
 
         failed = counts()
-        for name, entry in value["tasks"].items():
-            entry["requests_failed"] = failed.get(name, 0)
-        results[conditions.KEY] = {**value, **(results.get(conditions.KEY) or {})}
+        for name, entry in value.tasks.items():
+            entry.requests_failed = failed.get(name, 0)
+        results[conditions.KEY] = {**value.to_json(), **(results.get(conditions.KEY) or {})}
         conditions.annotate(results, value)
         for line in conditions.notes(value, results.get("samples"), example=conditions.unparsed_example):
             failures.add_note(line)
         from lmms_spatial.judge.preflight import unjudged_line
 
-        unjudged = unjudged_line(value["tasks"])
+        unjudged = unjudged_line(value.tasks)
         if unjudged:
             failures.add_note(unjudged)
     except Exception as exc:
@@ -318,7 +317,7 @@ def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, r
     failed_line = failed_requests.closing_line(lm, documents)
     if failed_line:
         failures.add_line(failed_line)
-    run.notes["maps"] = drawing or _draws_maps(lm)
+    run.notes.maps = bool(drawing or _draws_maps(lm))
     if judged and not run.predict_only:
         from lmms_spatial.judge.preflight import refused_key_line
 
@@ -331,9 +330,9 @@ def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, r
 def _keep_stages(lm: Any, run: Run) -> None:
     """A stage-drawing model keeps its stage outputs beside the run's kept answers (resumed answers find them)."""
     keep = getattr(type(lm), "keep_stages_with_answers", None)
-    if keep is not None and run.notes.get("answers"):
+    if keep is not None and run.notes.answers:
         try:
-            keep(lm, run.notes["answers"])
+            keep(lm, run.notes.answers)
         except Exception as exc:  # never worse than before: the maps are still drawn, only not kept
             print(f"lmms-spatial: stage outputs are not kept with the answers ({failures.describe(exc)})",
                   file=sys.stderr)  # fmt: skip
@@ -344,7 +343,7 @@ def _note_tasks(task_dict: dict, run: Run) -> None:
     try:
         from lmms_spatial.plugin import conditions
 
-        run.notes["tasks"] = {**run.notes.get("tasks", {}), **conditions.declared(task_dict)}
+        run.notes.tasks = {**run.notes.tasks, **conditions.declared(task_dict)}
     except Exception as exc:
         print(f"lmms-spatial: the tasks' conditions were not read ({failures.describe(exc)})", file=sys.stderr)
 
@@ -354,7 +353,7 @@ def _note_generation(task_dict: dict, run: Run) -> None:
     try:
         from lmms_spatial.plugin import conditions
 
-        run.notes["generation"] = {**run.notes.get("generation", {}), **conditions.generation_kwargs_of(task_dict)}
+        run.notes.generation = {**run.notes.generation, **conditions.generation_kwargs_of(task_dict)}
     except Exception as exc:
         print(f"lmms-spatial: the tasks' generation settings were not read ({failures.describe(exc)})", file=sys.stderr)
 
@@ -364,7 +363,7 @@ def _note_protocol(task_dict: Any, run: Run) -> None:
     try:
         from lmms_spatial.plugin import conditions
 
-        run.notes["protocol"] = {**run.notes.get("protocol", {}), **conditions.generation_kwargs_of(task_dict)}
+        run.notes.protocol = {**run.notes.protocol, **conditions.generation_kwargs_of(task_dict)}
     except Exception as exc:
         print(f"lmms-spatial: the tasks' own generation settings were not read ({failures.describe(exc)})",
               file=sys.stderr)  # fmt: skip
@@ -380,7 +379,7 @@ def _note_served(cache: Any, run: Run) -> None:
         print(f"lmms-spatial: answers from the store not counted ({failures.describe(exc)})", file=sys.stderr)
         return
     if summary is not None:
-        run.notes["store"] = summary
+        run.notes.store = summary
         line = resume.served_line(summary)
         if line:
             print(line, file=sys.stderr, flush=True)
@@ -398,8 +397,8 @@ def _own_maps(lm: Any, run: Run | None):
         return contextlib.nullcontext(False)
     from lmms_spatial.plugin.maps import map_tasks, own_maps
 
-    tasks = map_tasks(run.notes.get("tasks") or {})
-    return own_maps(lm, tasks, run.notes.get("model_id", ""), run.notes.get("answers"))
+    tasks = map_tasks(run.notes.tasks)
+    return own_maps(lm, tasks, run.notes.model_id, run.notes.answers)
 
 
 def _group_results(original: Callable) -> Callable:

@@ -48,7 +48,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def _parse(model_args: Any) -> dict[str, str]:
-    from lmms_spatial.model_args import parse_model_args
+    from lmms_spatial.conditions import parse_model_args
 
     return parse_model_args(model_args)
 

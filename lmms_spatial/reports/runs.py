@@ -10,7 +10,8 @@ seed, and per task the documents evaluated against the split's size, the judge (
 rule-based fallback and its share, or none), the map source of map tasks, the run options and
 whether the task had no documents or failed while scoring; and the software that produced the answers
 (lmms-eval, transformers, torch, ...: runs that differ in it are never pooled). A run of ours records them at the top
-of its results (``"lmms_spatial"``, schema 1: the issue 33 contract); for an older results file the
+of its results (``"lmms_spatial"``, schema 1: the issue 33 contract), read here as the typed values the run wrote
+(:class:`lmms_spatial.conditions.RunConditions`: one schema, one label rule); for an older results file the
 same value is derived from what it holds (``config``, ``n-samples``, the samples' score records).
 
 Runs are pooled as seeds of one model only when their conditions are equal except the seed
@@ -30,71 +31,29 @@ from pathlib import Path
 from typing import Any
 
 from lmms_spatial import environment, run_options
+from lmms_spatial.conditions import (
+    DOCUMENTS_KEY,
+    FALLBACK_JUDGE,
+    KEY,
+    NO_DOCUMENTS,
+    UNPARSED_REASON,
+    Generation,
+    Judge,
+    RunConditions,
+    int_or_none,
+    model_label,
+    text_or_none,
+)
 
 _SEED_ARG = re.compile(r"(^|,)\s*seed\s*=\s*([^,]*)")
-_LABEL_ARGS = ("pretrained", "model_version", "model")  # the model's own name, in this order
 JUDGE_METRICS = frozenset({"judge_score", "llm_accuracy"})  # metrics an LLM judge (or its fallback) scores
 _DROPPED = ("input", "doc", "arguments", "doc_hash", "token_counts")  # samples fields the report never reads
 _DORI_SEED = "LMMS_SPATIAL_DORI_SEED"  # a seed, not a condition: DORI runs of several option seeds pool
-# lmms_spatial.judge.client's FALLBACK_JUDGE and UNPARSED_REASON, as the score records carry them (the judge
-# client is not imported here: reading a report needs no judge code)
-_FALLBACK_JUDGE = "none (rule-based fallback)"
-_UNPARSED_VERDICT = "judge_unparsed"
 
 
 # ---------------------------------------------------------------------------------------
 # conditions
 # ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Judge:
-    """Who scored a judged task: ``llm`` (model, rubric), ``rule`` (the rule-based fallback, ``share`` of
-    the verdicts) or ``none`` (no verdict at all, ``reason``), with the counts the run recorded."""
-
-    kind: str
-    model: str | None = None
-    rubric: str | None = None
-    rubric_version: str | None = None
-    share: float | None = None
-    scored: int | None = None
-    failures: int | None = None
-    unparsed: int | None = None
-    reason: str | None = None
-
-    def identity(self) -> tuple[Any, ...]:
-        """What two runs must share to be pooled (the counts may differ)."""
-        return (self.kind, self.model, self.rubric, self.rubric_version)
-
-    def describe(self) -> str:
-        rubric = f" (rubric {self.rubric} v{self.rubric_version})" if self.rubric else ""
-        if self.kind == "none":
-            return f"no judge ({self.reason or 'no verdict'})"
-        if self.kind == "rule":
-            share = self.share if self.share is not None else 1.0
-            if share >= 1.0:
-                return f"the rule-based fallback, not an LLM judge{rubric}"
-            return (
-                f"the rule-based fallback for {share:.0%} of the answers, {self.model or 'an LLM judge'} for the rest"
-            )
-        return f"{self.model or 'an LLM judge'}{rubric}"
-
-    def short(self) -> str:
-        """A few words: the LLM judge's model, ``rule-based fallback`` (with its share), or ``none``."""
-        if self.kind == "none":
-            return "none"
-        if self.kind == "rule":
-            share = self.share if self.share is not None else 1.0
-            return "rule-based fallback" if share >= 1.0 else f"rule-based fallback {share:.0%}, {self.model or 'LLM'}"
-        return self.model or "LLM judge"
-
-    def counts(self) -> str:
-        parts = [f"{self.scored} scored"] if self.scored is not None else []
-        if self.failures:
-            parts.append(f"{self.failures} judge failures")
-        if self.unparsed:
-            parts.append(f"{self.unparsed} verdicts unparsed")
-        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -333,27 +292,6 @@ class Run:
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def short_label(model: str, args: str | Mapping[str, Any] | None) -> str:
-    """The basename of ``pretrained=`` / ``model_version=`` / ``model=`` in ``args``, else ``model``."""
-    parsed = _parse_args(args)
-    for key in _LABEL_ARGS:
-        value = str(parsed.get(key) or "").strip().rstrip("/")
-        if value:
-            return value.rsplit("/", 1)[-1]
-    return model
-
-
-def _parse_args(args: str | Mapping[str, Any] | None) -> dict[str, str]:
-    if isinstance(args, Mapping):
-        return {str(k): str(v) for k, v in args.items()}
-    out = {}
-    for part in str(args or "").split(","):
-        if "=" in part:
-            key, value = part.split("=", 1)
-            out[key.strip()] = value.strip()
-    return out
-
-
 def _args_text(args: str | Mapping[str, Any] | None) -> str:
     if isinstance(args, Mapping):
         return ",".join(f"{k}={v}" for k, v in args.items())
@@ -364,12 +302,6 @@ def _without_seed(args: str) -> tuple[str, str | None]:
     match = _SEED_ARG.search(args)
     seed = match.group(2).strip() if match else None
     return _SEED_ARG.sub("", args).strip(", "), seed
-
-
-def model_label(data: dict[str, Any]) -> str:
-    """The short label of a results file's model (:func:`short_label`)."""
-    config = data.get("config", {})
-    return short_label(str(config.get("model") or data.get("model_name") or "model"), config.get("model_args"))
 
 
 def _judge_from_lines(lines: Sequence[Mapping[str, Any]]) -> Judge | None:
@@ -384,14 +316,14 @@ def _judge_from_lines(lines: Sequence[Mapping[str, Any]]) -> Judge | None:
                 break
     if not verdicts:
         return None
-    unparsed = sum(1 for v in verdicts if v.get("reason") == _UNPARSED_VERDICT)
-    failed = [v for v in verdicts if v.get("failed") and v.get("reason") != _UNPARSED_VERDICT]
-    answered = [v for v in verdicts if not v.get("failed") or v.get("reason") == _UNPARSED_VERDICT]
-    rule = [v for v in answered if v.get("fallback") or v.get("judge") == _FALLBACK_JUDGE]
+    unparsed = sum(1 for v in verdicts if v.get("reason") == UNPARSED_REASON)
+    failed = [v for v in verdicts if v.get("failed") and v.get("reason") != UNPARSED_REASON]
+    answered = [v for v in verdicts if not v.get("failed") or v.get("reason") == UNPARSED_REASON]
+    rule = [v for v in answered if v.get("fallback") or v.get("judge") == FALLBACK_JUDGE]
     llm = sorted({str(v.get("judge")) for v in answered if v not in rule and v.get("judge")})
     rubric = next((v for v in answered if v.get("rubric")), {})
     counts = {"scored": len(answered) - unparsed, "failures": len(failed), "unparsed": unparsed}
-    common = {"rubric": rubric.get("rubric"), "rubric_version": _str(rubric.get("rubric_version")), **counts}
+    common = {"rubric": rubric.get("rubric"), "rubric_version": text_or_none(rubric.get("rubric_version")), **counts}
     if not answered:
         reason = str(failed[0].get("reason", "")).removeprefix("judge_failed:").split(":")[0] if failed else None
         return Judge("none", reason=reason or "no verdict", **counts)
@@ -403,8 +335,8 @@ def _judge_from_lines(lines: Sequence[Mapping[str, Any]]) -> Judge | None:
 def _judge_from_results(values: Mapping[str, Any], documents: int | None) -> Judge | None:
     if "judge_failures,none" not in values:
         return None
-    failures = _int(values.get("judge_failures,none"))
-    unparsed = _int(values.get("judge_unparsed,none"))
+    failures = int_or_none(values.get("judge_failures,none"))
+    unparsed = int_or_none(values.get("judge_unparsed,none"))
     share = values.get("judge_fallback_share,none")
     share = float(share) if isinstance(share, (int, float)) and not math.isnan(share) else None
     scored = None if documents is None else max(0, documents - (failures or 0) - (unparsed or 0))
@@ -414,14 +346,6 @@ def _judge_from_results(values: Mapping[str, Any], documents: int | None) -> Jud
     if share:
         return Judge("rule", share=share, **counts)
     return Judge("llm", **counts)
-
-
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else None
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 def _map_source(lines: Sequence[Mapping[str, Any]]) -> str | None:
@@ -453,20 +377,19 @@ def derive_conditions(data: dict[str, Any], lines: Mapping[str, list[dict[str, A
     config = data.get("config") or {}
     model = str(config.get("model") or data.get("model_name") or "model")
     args, seed = _without_seed(_args_text(config.get("model_args")))
-    random_seed = _str(config.get("random_seed"))
+    random_seed = text_or_none(config.get("random_seed"))
     limit = config.get("limit")
     n_samples = data.get("n-samples") or {}
     results = data.get("results") or {}
-    failed = ((data.get("lmms_spatial") or {}).get("failed_tasks")) or {}
-    from lmms_spatial.run_state import DOCUMENTS_KEY, NO_DOCUMENTS
-
+    recorded = RunConditions.from_json(data.get(KEY))
+    failed = recorded.failed_tasks or {}
     empty = {t for t, v in results.items() if isinstance(v, Mapping) and v.get(DOCUMENTS_KEY) == NO_DOCUMENTS}
     names = set(n_samples) | set(lines) | empty
     names |= set(failed) if isinstance(failed, Mapping) else set(failed)
     tasks = {}
     for task in sorted(names):
         counts = n_samples.get(task) or {}
-        documents, of = _int(counts.get("effective")), _int(counts.get("original"))
+        documents, of = int_or_none(counts.get("effective")), int_or_none(counts.get("original"))
         task_lines = lines.get(task) or []
         judge = _judge_from_lines(task_lines) if task_lines else _judge_from_results(results.get(task, {}), documents)
         options = _options_from_lines(task_lines)
@@ -480,75 +403,68 @@ def derive_conditions(data: dict[str, Any], lines: Mapping[str, list[dict[str, A
             empty=task in empty,
             failed=str(failed[task])[:200] if isinstance(failed, Mapping) and task in failed else None,
         )
-    derived = Conditions(short_label(model, config.get("model_args")), model, args, seed, random_seed, tasks,
+    derived = Conditions(model_label(model, config.get("model_args")), model, args, seed, random_seed, tasks,
                          gen_overrides=generation_items(config.get("gen_kwargs")) or ())  # fmt: skip
-    recorded = data.get("lmms_spatial")
-    if isinstance(recorded, Mapping) and recorded.get("schema"):
-        return _overlay(derived, recorded)
-    return derived
+    return _overlay(derived, recorded) if recorded.schema else derived
 
 
-def _overlay(derived: Conditions, recorded: Mapping[str, Any]) -> Conditions:
-    """The recorded conditions (issue 33 contract), each absent field taken from the derived ones."""
-    model = recorded.get("model") or {}
-    args, seed = _without_seed(_args_text(model.get("args"))) if model.get("args") is not None else (derived.args, None)
+def _overlay(derived: Conditions, recorded: RunConditions) -> Conditions:
+    """The recorded conditions (issue 33 contract), each field a file of an earlier version lacks taken from the
+    derived ones."""
+    model = recorded.model
+    args, seed = _without_seed(_args_text(model.args)) if model.args is not None else (derived.args, None)
     tasks = dict(derived.tasks)
-    for task, entry in (recorded.get("tasks") or {}).items():
-        if not isinstance(entry, Mapping):
-            continue
+    for task, entry in recorded.tasks.items():
         old = tasks.get(task) or TaskConditions()
-        judge = old.judge
-        if "judge" in entry:
-            judge = _recorded_judge(entry["judge"], old.judge)
-        options = entry.get("run_options")
+        given = entry.given
         tasks[task] = TaskConditions(
-            documents=_int(entry["documents"]) if "documents" in entry else old.documents,
-            of=_int(entry["of"]) if "of" in entry else old.of,
-            limit=entry.get("limit", old.limit),
-            judge=judge,
-            map_source=entry.get("map_source", old.map_source),
-            run_options=tuple(sorted((str(k), str(v)) for k, v in options.items()))
-            if isinstance(options, Mapping) else old.run_options,
-            seed=_str(entry["seed"]) if entry.get("seed") is not None else old.seed,
+            documents=entry.documents if "documents" in given else old.documents,
+            of=entry.of if "of" in given else old.of,
+            limit=entry.limit if "limit" in given else old.limit,
+            judge=_recorded_judge(entry.judge, old.judge) if "judge" in given else old.judge,
+            map_source=entry.map_source if "map_source" in given else old.map_source,
+            run_options=tuple(sorted(entry.run_options.items())) if entry.run_options is not None else old.run_options,
+            seed=text_or_none(entry.seed) if entry.seed is not None else old.seed,
             empty=old.empty,
             failed=old.failed,
-            **_recorded_generation(entry.get("generation")),
-        )  # fmt: skip
+            **_recorded_generation(entry.generation),
+        )
     return Conditions(
-        label=str(model.get("label") or derived.label),
-        model=str(model.get("name") or derived.model),
+        label=model.label or derived.label,
+        model=model.name or derived.model,
         args=args,
-        seed=_str(model["seed"]) if model.get("seed") is not None else (seed or derived.seed),
-        random_seed=derived.random_seed if model.get("seed") is None else None,
+        seed=text_or_none(model.seed) if model.seed is not None else (seed or derived.seed),
+        random_seed=derived.random_seed if model.seed is None else None,
         tasks=tasks,
         recorded=True,
-        environment=recorded.get("environment") if isinstance(recorded.get("environment"), Mapping) else None,
+        environment=recorded.environment,
         gen_overrides=derived.gen_overrides,
     )
 
 
-def _recorded_generation(entry: Any) -> dict[str, Any]:
+def _recorded_generation(entry: Generation | None) -> dict[str, Any]:
     """A task's recorded ``generation`` (in effect, protocol) as :class:`TaskConditions` fields."""
-    if not isinstance(entry, Mapping):
+    if entry is None:
         return {}
-    return {"generation": generation_items(entry.get("in_effect")), "protocol": generation_items(entry.get("protocol"))}
+    return {"generation": generation_items(entry.in_effect), "protocol": generation_items(entry.protocol)}
 
 
-def _recorded_judge(entry: Any, derived: Judge | None) -> Judge | None:
-    if not isinstance(entry, Mapping):
+def _recorded_judge(entry: Judge | None, derived: Judge | None) -> Judge | None:
+    """The recorded judge, each absent field taken from the one the score records show (the rule's text, or why
+    there was none, as its ``reason``)."""
+    if entry is None:
         return None
-    kind = str(entry.get("kind") or "llm")
-    d = derived or Judge(kind)
+    d = derived or Judge(entry.kind)
     return Judge(
-        kind,
-        model=_str(entry.get("model")) or d.model,
-        rubric=_str(entry.get("rubric")) or d.rubric,
-        rubric_version=_str(entry.get("rubric_version")) or d.rubric_version,
-        share=float(entry["share"]) if isinstance(entry.get("share"), (int, float)) else d.share,
-        scored=_int(entry.get("scored")) if "scored" in entry else d.scored,
-        failures=_int(entry.get("failures")) if "failures" in entry else d.failures,
-        unparsed=_int(entry.get("unparsed")) if "unparsed" in entry else d.unparsed,
-        reason=_str(entry.get("reason") or entry.get("rule")) or d.reason,
+        entry.kind,
+        model=entry.model or d.model,
+        rubric=entry.rubric or d.rubric,
+        rubric_version=entry.rubric_version or d.rubric_version,
+        share=entry.share if entry.share is not None else d.share,
+        scored=entry.scored if "scored" in entry.given else d.scored,
+        failures=entry.failures if "failures" in entry.given else d.failures,
+        unparsed=entry.unparsed if "unparsed" in entry.given else d.unparsed,
+        reason=entry.reason or entry.rule or d.reason,
     )
 
 

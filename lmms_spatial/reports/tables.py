@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lmms_spatial import environment, run_options
+from lmms_spatial.conditions import NO_DOCUMENTS
 from lmms_spatial.metrics.dori import seed_summary
 from lmms_spatial.reports import references
 from lmms_spatial.reports.citations import Citation
@@ -53,7 +54,6 @@ from lmms_spatial.reports.runs import (
     distinct_runs,
     pool_key,
 )
-from lmms_spatial.run_state import NO_DOCUMENTS
 
 ITERATIONS = 500
 SEED = 0

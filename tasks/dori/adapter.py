@@ -31,6 +31,7 @@ import re
 from typing import Any
 
 from lmms_spatial import run_options
+from lmms_spatial.conditions import TaskNeeds
 from lmms_spatial.data.images import BadDocumentError, load_images, require, undecoded
 from lmms_spatial.data.loading import documents_of
 from lmms_spatial.metrics import aggregation as agg
@@ -263,3 +264,8 @@ def aggregate_soft_accuracy(records: list[dict]) -> float:
 
 def aggregate_mean(values: list[float]) -> float:
     return agg.mean(values)
+
+
+# what a run of these tasks records about them (exported by utils.py, read by name:
+# lmms_spatial.conditions.needs_of): no judge, no map, the default run options
+TASK_NEEDS = TaskNeeds()

@@ -4,6 +4,7 @@
 from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
 from lmms_spatial.tasks.dori.adapter import (  # noqa: F401
+    TASK_NEEDS,
     aggregate_accuracy,
     aggregate_mean,
     aggregate_soft_accuracy,

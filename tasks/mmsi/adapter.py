@@ -24,6 +24,7 @@ from typing import Any
 
 from loguru import logger
 
+from lmms_spatial.conditions import TaskNeeds
 from lmms_spatial.data.images import BadDocumentError, load_images, require, undecoded
 from lmms_spatial.data.loading import documents_of
 from lmms_spatial.metrics import aggregation as agg
@@ -251,3 +252,8 @@ def aggregate_incomplete(records: list[dict]) -> int:
 
 def aggregate_count(records: list[dict]) -> int:
     return len(records)
+
+
+# what a run of these tasks records about them (exported by utils.py, read by name:
+# lmms_spatial.conditions.needs_of): no judge, no map, the default run options
+TASK_NEEDS = TaskNeeds()

@@ -40,6 +40,7 @@ from typing import Any
 from loguru import logger
 
 from lmms_spatial import run_options
+from lmms_spatial.conditions import TaskNeeds
 from lmms_spatial.data import api_images
 from lmms_spatial.data.erp_image import FULL_RESOLUTION, ResolutionCap, decode_erp
 from lmms_spatial.data.images import BadDocumentError, doc_id_of, require, undecoded
@@ -432,10 +433,10 @@ def process_results_open(doc: dict, results: list) -> dict[str, Any]:
     }
 
 
-# read by lmms_spatial.plugin.conditions: what a run of these tasks records about its judge and settings
-process_results_open.judge_rubric = JUDGE_RUBRIC
-for _scorer in (process_results, process_results_cot, process_results_open):
-    _scorer.run_options_in_effect = options_in_effect
+# what a run of these tasks records about its judge and settings (exported by utils.py, read by name:
+# lmms_spatial.conditions.needs_of): the open-ended tasks ask an LLM judge; every task's run options include the
+# API image rule
+TASK_NEEDS = TaskNeeds(judge={process_results_open.__name__: JUDGE_RUBRIC}, options=options_in_effect)
 
 
 # ---------------------------------------------------------------------------------------

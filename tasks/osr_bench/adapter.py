@@ -45,6 +45,7 @@ from typing import Any
 
 from loguru import logger
 
+from lmms_spatial.conditions import TaskNeeds
 from lmms_spatial.data.images import BadDocumentError, DecodedImageCache, require, undecoded
 from lmms_spatial.data.loading import documents_of
 from lmms_spatial.metrics import aggregation as agg
@@ -358,18 +359,25 @@ def _qa_processor(mode: str, config: str, with_map: bool):
         return _qa(doc, results, mode, config, with_map)
 
     process_results.__name__ = f"process_results_{'qa_cogmap' if with_map else 'qa'}_{config}_{mode}"
-    # read by lmms_spatial.plugin.conditions: what a run of this task records about its judge and map
-    process_results.judge_rubric = JUDGE_RUBRIC if config == "negative" else None
-    process_results.map_stage = COGMAP_STAGE if with_map else None
     return process_results
 
 
-PROCESSORS = {
-    f"{'qa_cogmap' if with_map else 'qa'}_{config}_{mode}": _qa_processor(mode, config, with_map)
+_VARIANTS = {
+    f"{'qa_cogmap' if with_map else 'qa'}_{config}_{mode}": (mode, config, with_map)
     for with_map in (False, True)
     for config in ("standard", "negative")
     for mode in POST_PROMPTS
 }
+PROCESSORS = {name: _qa_processor(*variant) for name, variant in _VARIANTS.items()}
+# what a run of these tasks records about its judge and map (exported by utils.py, read by name:
+# lmms_spatial.conditions.needs_of): negative sampling asks the LLM evaluator; the with-map questions follow the
+# model's own cognitive map
+TASK_NEEDS = TaskNeeds(
+    judge={
+        PROCESSORS[name].__name__: JUDGE_RUBRIC for name, (_, config, _) in _VARIANTS.items() if config == "negative"
+    },
+    maps={PROCESSORS[name].__name__: COGMAP_STAGE for name, (_, _, with_map) in _VARIANTS.items() if with_map},
+)
 
 
 def aggregate_mean(values: list[float]) -> float:

@@ -4,6 +4,7 @@
 from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.tasks.osr_bench.adapter import (  # noqa: F401
     PROCESSORS,
+    TASK_NEEDS,
     aggregate_failures,
     aggregate_judged,
     aggregate_mean,

@@ -16,7 +16,8 @@ import pytest
 from report_fixtures import FALLBACK, mmsi_scores, odi_scores, open_verdicts, write_osr_run, write_run
 
 from lmms_spatial.cli import main as lmms_spatial
-from lmms_spatial.reports.runs import derive_conditions, load_runs, pool_key, short_label
+from lmms_spatial.conditions import model_label
+from lmms_spatial.reports.runs import derive_conditions, load_runs, pool_key
 
 STAMP = "20260101_000000"
 QWEN = "pretrained=Qwen/Qwen2.5-VL-7B-Instruct,attn_implementation=flash_attention_2"
@@ -61,7 +62,7 @@ def section(md: str, title_start: str) -> str:
     ],
 )
 def test_a_model_is_labelled_by_the_basename_of_its_checkpoint_never_by_its_whole_model_args(model, args, label):
-    assert short_label(model, args) == label
+    assert model_label(model, args) == label  # the rule the run writes its label with
 
 
 def test_conditions_are_derived_from_an_older_results_file_and_its_samples(tmp_path):

@@ -223,10 +223,17 @@ def test_processors_pass_their_mode_config_and_map_setting_and_are_named_for_the
     process = adapter._qa_processor("think", "negative", True)
     assert process.__name__ == "process_results_qa_cogmap_negative_think"
     assert adapter._qa_processor("vanilla", "standard", False).__name__ == "process_results_qa_standard_vanilla"
-    # what a run records about the task's judge and map (lmms_spatial.plugin.conditions reads them)
-    assert (process.judge_rubric, process.map_stage) == ("osr_negative", "osr_cogmap")
+    # what a run records about the task's judge and map: the benchmark's TASK_NEEDS, by scorer name
+    # (lmms_spatial.conditions.needs_of reads it from utils.py)
+    needs = adapter.TASK_NEEDS
+    assert (needs.judge.get(process.__name__), needs.maps.get(process.__name__)) == ("osr_negative", "osr_cogmap")
     plain = adapter._qa_processor("vanilla", "standard", False)
-    assert (plain.judge_rubric, plain.map_stage) == (None, None)
+    assert (needs.judge.get(plain.__name__), needs.maps.get(plain.__name__)) == (None, None)
+    # negative sampling is judged with or without a map; a standard with-map question has a map and no judge
+    assert sorted(needs.judge) == sorted(f"process_results_{p}_negative_{m}" for p in ("qa", "qa_cogmap")
+                                         for m in ("think", "vanilla"))  # fmt: skip
+    assert sorted(needs.maps) == sorted(f"process_results_qa_cogmap_{c}_{m}" for c in ("negative", "standard")
+                                        for m in ("think", "vanilla"))  # fmt: skip
     assert sorted(adapter.PROCESSORS) == sorted(
         f"{p}_{c}_{m}" for p in ("qa", "qa_cogmap") for c in ("standard", "negative") for m in ("vanilla", "think")
     )
