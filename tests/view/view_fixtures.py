@@ -10,7 +10,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import build_once, run_lmms_eval
+
+
+def _suite_conftest():
+    """tests/conftest.py as a module: ``from conftest import ...`` finds whichever conftest pytest imported last
+    (tests/judge/ has one too), so it is loaded once by its path under a name of its own."""
+    import importlib.util
+
+    name = "_lmms_spatial_tests_conftest"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "conftest.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+build_once, run_lmms_eval = _suite_conftest().build_once, _suite_conftest().run_lmms_eval
 
 # a reply that must show as text: run as HTML it would add a script and an image that sets the title
 MARKUP = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\"> B"
