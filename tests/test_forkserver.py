@@ -97,3 +97,18 @@ class _Alive:
 
     def alive(self) -> bool:
         return True
+
+
+@pytest.mark.slow
+def test_the_suite_s_runner_forks_and_a_real_run_prints_the_same(tmp_path, monkeypatch):
+    import json
+
+    (tmp_path / "fork_probe.py").write_text(PROBE)
+    monkeypatch.delenv(forkserver.SWITCH, raising=False)
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tmp_path)}
+    forked = forkserver.run_module("fork_probe", ["5"], env, cwd=tmp_path, timeout=300)
+    real = forkserver.run_module("fork_probe", ["5"], env, cwd=tmp_path, timeout=300, real=True)
+    assert (forked.forked, real.forked) == (True, False)
+    assert (forked.returncode, forked.stderr) == (real.returncode, real.stderr) == (5, "to stderr\n")
+    assert json.loads(forked.stdout) == json.loads(real.stdout)
+    assert json.loads(real.stdout)["hf_home"] == str(tmp_path / "hf")
