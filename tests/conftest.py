@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +29,12 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 TESTS_DIR = Path(__file__).resolve().parent
 if str(TESTS_DIR) not in sys.path:  # tests/ is not a package: tiny_models.py sits next to this file
     sys.path.insert(0, str(TESTS_DIR))
+
+import forkserver  # noqa: E402  (tests/forkserver.py: the pre-warmed start of the CLI runs below)
+
+
+def pytest_unconfigure(config) -> None:
+    forkserver.close()
 
 
 @pytest.fixture
@@ -196,9 +201,9 @@ class DemoRun:
 
 
 def _cli(args: list[str], env: dict[str, str], out: Path) -> None:
-    """``python -m lmms_spatial.cli ARGS``, its exit status and output kept in ``out``."""
-    proc = subprocess.run([sys.executable, "-m", "lmms_spatial.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
+    """``python -m lmms_spatial.cli ARGS``, its exit status and output kept in ``out`` (a fork of the
+    worker's pre-warmed process, :mod:`forkserver`; ``demo`` itself starts lmms-eval as a real subprocess)."""
+    proc = forkserver.run_module("lmms_spatial.cli", args, env, timeout=900)
     (out / "returncode").write_text(str(proc.returncode))
     (out / "stdout").write_text(proc.stdout)
     (out / "stderr").write_text(proc.stderr)
@@ -323,13 +328,16 @@ class Run:
         return self.results["results"][task][f"{name},none"]
 
 
-def run_lmms_eval(args: list[str], env: dict[str, str], out: Path, expect_results: bool = True) -> Run:
+def run_lmms_eval(args: list[str], env: dict[str, str], out: Path, expect_results: bool = True,
+                  real: bool = False) -> Run:  # fmt: skip
     """Run ``python -m lmms_eval``; success is judged by the files it wrote, not its exit code.
 
-    lmms-eval 0.7.3 exits 0 even when a task is missing or evaluation raises.
+    lmms-eval 0.7.3 exits 0 even when a task is missing or evaluation raises. The run is a fork of this
+    worker's pre-warmed process (:mod:`forkserver`: torch already imported, the rest as a new process
+    does), or a real subprocess when ``real`` (each benchmark keeps one) or when the fork would differ.
     """
-    cmd = [sys.executable, "-m", "lmms_eval", *args, "--output_path", str(out), "--log_samples"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=out.parent)
+    cmd = [*args, "--output_path", str(out), "--log_samples"]
+    proc = forkserver.run_module("lmms_eval", cmd, env, cwd=out.parent, timeout=900, real=real)
     results_files = sorted(out.rglob("*_results.json"))
     if not expect_results:
         assert not results_files, f"expected no results, got {results_files}"
@@ -348,8 +356,8 @@ def lmms_eval_into(offline_env) -> Callable[..., Run]:
     """``(out, *args, env=None)`` -> :class:`Run`: the ``lmms_eval`` runner for module-scoped fixtures
     (a run several tests share), writing into ``out``."""
 
-    def _run(out: Path, *args: str, env: dict[str, str] | None = None) -> Run:
-        return run_lmms_eval(list(args), {**offline_env, **(env or {})}, out)
+    def _run(out: Path, *args: str, env: dict[str, str] | None = None, real: bool = False) -> Run:
+        return run_lmms_eval(list(args), {**offline_env, **(env or {})}, out, real=real)
 
     return _run
 
@@ -359,8 +367,8 @@ def lmms_eval_with_env() -> Callable[..., Run]:
     """``(env, out, *args)`` -> :class:`Run`: lmms-eval under exactly ``env`` (a test that leaves a variable
     of ``offline_env`` out, or adds its own), writing into ``out``."""
 
-    def _run(env: dict[str, str], out: Path, *args: str, expect_results: bool = True) -> Run:
-        return run_lmms_eval(list(args), env, out, expect_results)
+    def _run(env: dict[str, str], out: Path, *args: str, expect_results: bool = True, real: bool = False) -> Run:
+        return run_lmms_eval(list(args), env, out, expect_results, real=real)
 
     return _run
 
@@ -369,9 +377,9 @@ def lmms_eval_with_env() -> Callable[..., Run]:
 def lmms_eval(offline_env, tmp_path):
     counter = iter(range(1000))
 
-    def _run(*args: str, env: dict[str, str] | None = None, expect_results: bool = True) -> Run:
+    def _run(*args: str, env: dict[str, str] | None = None, expect_results: bool = True, real: bool = False) -> Run:
         out = tmp_path / f"run{next(counter)}"
-        return run_lmms_eval(list(args), {**offline_env, **(env or {})}, out, expect_results)
+        return run_lmms_eval(list(args), {**offline_env, **(env or {})}, out, expect_results, real=real)
 
     return _run
 

@@ -1,0 +1,288 @@
+"""A pre-warmed start for the suite's ``python -m lmms_eval`` / ``python -m lmms_spatial.cli`` runs.
+
+Each run of the CLI pays about 10 CPU-seconds of imports before lmms-eval does anything (measured on the
+project's 2-core machine), 4.5 s of it torch, torchvision, numpy and PIL. Those read nothing of a test's
+environment when imported, so one process per pytest worker (the *zygote*) imports them once, and each
+run is a ``fork`` of it that then behaves as ``python -m MODULE ARGS`` would: the test's environment,
+arguments, working folder and output files, ``sys.path[0]`` and ``PYTHONPATH`` entries, exit status
+(``SystemExit``; an uncaught exception: 1; a signal: minus its number, as :mod:`subprocess` reports it),
+``atexit`` functions, ``random`` and numpy reseeded from the OS. Only the hash seed is shared by the forks
+of one zygote.
+
+What stays a real process (:func:`run_module` starts one):
+
+- a run that sets ``LMMS_SPATIAL_DISABLE_HOOK`` (read by our ``.pth`` start-up hook) or ``PYTHONHASHSEED``,
+  or whose ``PYTHONPATH`` holds a ``sitecustomize``. The variables read when the interpreter or the preloaded
+  modules start (``PYTHON*`` but ``PYTHONPATH``/``PYTHONUNBUFFERED``, ``OMP_*``, ``TORCH*``, ...) pick the
+  zygote: one per set of their values (at most three per worker), started under them;
+- every run when ``LMMS_SPATIAL_TEST_FORK=0`` is set for pytest, or when the zygote is unsafe to fork (a
+  thread started by the preload other than numpy's OpenBLAS pool, which is fork-safe);
+- the runs a test asks to be real (``real=True``): each benchmark keeps one real subprocess run, and
+  tests of start-up, signals, ``accelerate launch`` or a killed run start their own processes anyway.
+
+Nothing from Hugging Face (``huggingface_hub``, ``datasets``, ``transformers``, ``evaluate``), lmms-eval
+or lmms-spatial is imported in the zygote: they read ``HF_HOME``, ``HF_HUB_OFFLINE``, ``HF_ENDPOINT`` and
+ours when imported, and tests set those per run (``tests/test_forkserver.py`` pins it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+# imported once in the zygote: expensive, and reading no variable that a test sets per run. Not pandas:
+# it loads pyarrow, whose jemalloc starts a background thread (a fork must happen with one thread).
+PRELOAD = ("numpy", "PIL.Image", "torch", "torchvision")
+# modules that read the test's environment when imported: never in the zygote
+ENV_READERS = ("huggingface_hub", "datasets", "transformers", "evaluate", "lmms_eval", "lmms_spatial", "accelerate")
+# variables read at interpreter start or by the preloaded modules' import: each set of values has its zygote
+_START_PREFIXES = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "KMP_", "GOMP_", "TORCH", "PYTORCH_", "CUDA_", "LD_",
+                   "MALLOC_")  # fmt: skip
+_FREE = ("PYTHONPATH", "PYTHONUNBUFFERED")  # honoured in the fork (PYTHONPATH: entries after sys.path[0])
+_ALWAYS_REAL = ("LMMS_SPATIAL_DISABLE_HOOK", "PYTHONHASHSEED")
+SWITCH = "LMMS_SPATIAL_TEST_FORK"  # "0": every run is a real subprocess
+
+
+@dataclass
+class Done:
+    """What :func:`subprocess.run` with ``capture_output=True, text=True`` gives, and whether it forked."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    forked: bool
+
+
+def _start_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(_START_PREFIXES) and k not in _FREE}
+
+
+def forkable(env: dict[str, str]) -> bool:
+    """Whether a run under ``env`` may be a fork (of a zygote started under the same start-up variables):
+    not when it switches our start-up hook off or fixes the hash seed (tests about those start processes),
+    nor when its ``PYTHONPATH`` holds a ``sitecustomize``/``usercustomize`` (run at interpreter start)."""
+    if any(name in env for name in _ALWAYS_REAL):
+        return False
+    return not any(
+        (Path(p) / f"{name}.py").exists() for p in env.get("PYTHONPATH", "").split(os.pathsep) if p
+        for name in ("sitecustomize", "usercustomize")
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- the zygote (its own process)
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _fresh_random_state() -> None:
+    """Reseed what the preload seeded from the OS, as a new process would be (forks share the zygote's
+    state otherwise). The hash seed stays the zygote's: tests about it start real processes."""
+    import random
+
+    random.seed()
+    if "numpy" in sys.modules:
+        sys.modules["numpy"].random.seed()
+
+
+def _child(request: dict) -> int:
+    """In the fork: become ``python -m MODULE ARGS`` under the request's environment, and run it."""
+    import io
+    import runpy
+    import traceback
+
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    os.close(null)
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                                   write_through=True)  # fmt: skip
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                                   errors="backslashreplace", write_through=True)  # fmt: skip
+    _fresh_random_state()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [os.getcwd(), *[os.path.abspath(p) for p in extra], *request["base_path"]]
+    sys.argv = [request["module"], *request["args"]]  # runpy puts the module's file first, as -m does
+    try:
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        code = 128 + signal.SIGINT
+    except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception
+        traceback.print_exc()
+        code = 1
+    try:
+        import threading
+
+        threading._shutdown()  # non-daemon threads are waited for, as at interpreter exit
+    except Exception:  # noqa: BLE001
+        pass
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    return code
+
+
+def serve() -> None:
+    """The zygote: preload, say whether forking is safe, then fork one child per request line on stdin."""
+
+    def threads() -> int:
+        return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+
+    # numpy first: OpenBLAS may start its pool on import (OMP_NUM_THREADS unset), and that pool is fork-safe
+    # (it stops itself around fork(), pthread_atfork). Any thread started after it (torch's OpenMP pool,
+    # pyarrow's jemalloc) is not: then the zygote says it is unsafe and every run is a real process.
+    counts = []
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+        counts.append(threads())
+    started = counts[-1] - counts[0]
+    leaked = sorted({m.split(".")[0] for m in sys.modules} & set(ENV_READERS))
+    base_path = sys.path[1:]  # sys.path[0] is this script's folder: each child puts its cwd there instead
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    hello = {"threads_started": started, "env_readers": leaked, "modules": sorted(sys.modules)}
+    replies.write(json.dumps(hello) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        request["base_path"] = base_path
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = _child(request)
+            finally:
+                os._exit(code & 0xFF)
+        replies.write(json.dumps({"pid": pid}) + "\n")
+        _, status = os.waitpid(pid, 0)
+        replies.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
+
+
+# ---------------------------------------------------------------- the test side
+
+
+class Zygote:
+    """One zygote process, started on first use; used by one pytest worker at a time (one run at a time)."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = {k: v for k, v in env.items() if k != "PYTHONPATH"}  # each child adds its own entries
+        self.proc = subprocess.Popen([sys.executable, __file__], env=self.env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(__file__))  # fmt: skip
+        hello = json.loads(self.proc.stdout.readline() or "{}")
+        self.modules = set(hello.get("modules", ()))
+        self.safe = hello.get("threads_started") == 0 and not hello.get("env_readers", True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def run(self, module: str, args: list[str], env: dict[str, str], cwd: Path, scratch: Path,
+            timeout: float) -> tuple[int, str, str]:  # fmt: skip
+        out, err = scratch / "stdout", scratch / "stderr"
+        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "stdout": str(out),
+                   "stderr": str(err)}  # fmt: skip
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        pid = self._reply()["pid"]
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        code = self._reply()["returncode"]
+        stdout, stderr = (p.read_text(encoding="utf-8", errors="replace") for p in (out, err))
+        if not ready:
+            raise subprocess.TimeoutExpired([module, *args], timeout, stdout, stderr)
+        return code, stdout, stderr
+
+    def _reply(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the test zygote (tests/forkserver.py) ended with status {self.proc.wait()}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.alive():
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+_zygotes: dict[tuple, Zygote] = {}
+MAX_ZYGOTES = 3  # per worker: one per start-up environment (usually just the suite's offline one)
+
+
+def zygote(env: dict[str, str]) -> Zygote | None:
+    """This worker's zygote for runs under ``env`` (started on first need, under ``env``: what it preloads
+    reads only the start-up variables, which every run it forks shares), or None where forking is off."""
+    if os.environ.get(SWITCH, "").strip() == "0" or not hasattr(os, "fork"):
+        return None
+    key = tuple(sorted(_start_env(env).items()))
+    server = _zygotes.get(key)
+    if server is None or not server.alive():
+        if server is None and len(_zygotes) >= MAX_ZYGOTES:
+            return None
+        server = _zygotes[key] = Zygote(env)
+    return server if server.safe else None
+
+
+def close() -> None:
+    for server in _zygotes.values():
+        server.close()
+
+
+_runs = 0
+
+
+def run_module(module: str, args: list[str], env: dict[str, str], cwd: Path | None = None, timeout: float = 900,
+               real: bool = False) -> Done:  # fmt: skip
+    """``python -m MODULE ARGS`` under ``env`` in ``cwd``: a fork of this worker's zygote where that is
+    the same run (see the module docstring), a real subprocess otherwise or when ``real``."""
+    global _runs
+    cwd = Path(cwd or os.getcwd())
+    cmd = [sys.executable, "-m", module, *args]
+    server = None if real or not forkable(env) else zygote(env)
+    if server is not None:
+        import tempfile
+
+        _runs += 1
+        with tempfile.TemporaryDirectory(prefix=f"fork{_runs}-") as scratch:
+            code, stdout, stderr = server.run(module, args, env, cwd, Path(scratch), timeout)
+        return Done(cmd, code, stdout, stderr, forked=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return Done(cmd, proc.returncode, proc.stdout, proc.stderr, forked=False)
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,114 @@
+"""The suite's pre-warmed CLI start (tests/forkserver.py) runs a fork as the real ``python -m`` would run it.
+
+If the zygote imported a module that reads the environment when imported (Hugging Face, lmms-eval, ours),
+every forked run would see the zygote's ``HF_HOME``/``HF_HUB_OFFLINE`` instead of its test's: the probe below
+reads them through ``huggingface_hub.constants`` in two runs with different values.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import forkserver
+import pytest
+
+PROBE = textwrap.dedent(
+    """
+    import json, os, sys
+    import huggingface_hub.constants as hub
+    print(json.dumps({"hf_home": hub.HF_HOME, "offline": hub.HF_HUB_OFFLINE, "cwd": os.getcwd(),
+                      "argv": sys.argv[1:], "path0": sys.path[0], "main": __name__,
+                      "hook": any(type(f).__name__ == "_LmmsEvalFinder" for f in sys.meta_path)}))
+    print("to stderr", file=sys.stderr)
+    if "--fail" in sys.argv:
+        raise RuntimeError("probe failed")
+    sys.exit(int(sys.argv[1]))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    # a zygote of its own (OMP_NUM_THREADS=1 as under the suite's xdist workers), closed after these tests
+    server = forkserver.Zygote({**os.environ, "OMP_NUM_THREADS": "1"})
+    yield server
+    server.close()
+
+
+@pytest.mark.slow
+def test_zygote_preloads_torch_but_nothing_that_reads_a_tests_environment(zygote):
+    assert zygote.safe
+    assert {"torch", "torchvision", "numpy"} <= zygote.modules
+    assert not {m.split(".")[0] for m in zygote.modules} & {"huggingface_hub", "datasets", "transformers",
+                                                            "evaluate", "lmms_eval", "lmms_spatial"}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_each_forked_run_sees_its_own_environment_arguments_folder_and_exit_status(zygote, tmp_path):
+    import json
+
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "fork_probe.py").write_text(PROBE)
+    seen = []
+    for n, offline in ((1, "1"), (2, "0")):
+        cwd = tmp_path / f"cwd{n}"
+        cwd.mkdir()
+        env = {**zygote.env, "HF_HOME": str(tmp_path / f"hf{n}"), "HF_HUB_OFFLINE": offline,
+               "PYTHONPATH": str(tmp_path / "mods")}  # fmt: skip
+        code, stdout, stderr = zygote.run("fork_probe", [str(n + 2)], env, cwd, cwd, timeout=300)
+        assert (code, stderr) == (n + 2, "to stderr\n")
+        seen.append(json.loads(stdout))
+    assert [s["hf_home"] for s in seen] == [str(tmp_path / "hf1"), str(tmp_path / "hf2")]
+    assert [s["offline"] for s in seen] == [True, False]
+    assert [s["cwd"] for s in seen] == [str(tmp_path / "cwd1"), str(tmp_path / "cwd2")]
+    assert [s["argv"] for s in seen] == [["3"], ["4"]]
+    assert [s["path0"] for s in seen] == [s["cwd"] for s in seen]  # python -m puts the working folder first
+    assert all(s["main"] == "__main__" and s["hook"] for s in seen)  # run as __main__, our start-up hook in place
+
+    env = {**zygote.env, "PYTHONPATH": str(tmp_path / "mods")}
+    code, stdout, stderr = zygote.run("fork_probe", ["0", "--fail"], env, tmp_path, tmp_path, timeout=300)
+    assert code == 1 and stderr.rstrip().endswith("RuntimeError: probe failed")
+
+
+def test_a_run_that_switches_the_start_up_hook_off_or_fixes_the_hash_seed_is_a_real_process(tmp_path):
+    base = {"PATH": "/bin", "OMP_NUM_THREADS": "1", "HF_HOME": "/a"}
+    assert forkserver.forkable({**base, "LMMS_SPATIAL_JUDGE": "none", "PYTHONPATH": str(tmp_path)})
+    assert not forkserver.forkable({**base, "LMMS_SPATIAL_DISABLE_HOOK": "1"})
+    assert not forkserver.forkable({**base, "PYTHONHASHSEED": "0"})
+    (tmp_path / "sitecustomize.py").write_text("")
+    assert not forkserver.forkable({**base, "PYTHONPATH": str(tmp_path)})
+
+
+def test_runs_share_a_zygote_only_with_the_same_start_up_variables(monkeypatch):
+    started = []
+    monkeypatch.setattr(forkserver, "_zygotes", {})
+    monkeypatch.setattr(forkserver, "Zygote", lambda env: started.append(env) or _Alive())
+    monkeypatch.delenv(forkserver.SWITCH, raising=False)
+    one = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"})
+    same = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b", "PYTHONPATH": "/p"})
+    other = forkserver.zygote({"OMP_NUM_THREADS": "2", "HF_HOME": "/a"})
+    assert one is same and other is not one
+    assert [env["OMP_NUM_THREADS"] for env in started] == ["1", "2"]
+
+
+class _Alive:
+    safe = True
+
+    def alive(self) -> bool:
+        return True
+
+
+@pytest.mark.slow
+def test_the_suite_s_runner_forks_and_a_real_run_prints_the_same(tmp_path, monkeypatch):
+    import json
+
+    (tmp_path / "fork_probe.py").write_text(PROBE)
+    monkeypatch.delenv(forkserver.SWITCH, raising=False)
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tmp_path)}
+    forked = forkserver.run_module("fork_probe", ["5"], env, cwd=tmp_path, timeout=300)
+    real = forkserver.run_module("fork_probe", ["5"], env, cwd=tmp_path, timeout=300, real=True)
+    assert (forked.forked, real.forked) == (True, False)
+    assert (forked.returncode, forked.stderr) == (real.returncode, real.stderr) == (5, "to stderr\n")
+    assert json.loads(forked.stdout) == json.loads(real.stdout)
+    assert json.loads(real.stdout)["hf_home"] == str(tmp_path / "hf")
