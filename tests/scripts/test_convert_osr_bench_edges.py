@@ -214,3 +214,67 @@ def test_the_pool_is_the_braced_list_with_blank_names_dropped():
 def test_a_question_without_the_pool_sentence_has_no_pool():
     with pytest.raises(conv.RowError, match=r"^turn-0 question has no '\{\.\.\.\}' object pool$"):
         conv.parse_pool("objects: {sofa, door}")
+
+
+# --- reading the CSV, writing the folders --------------------------------------------------------------
+
+
+def test_the_csv_is_read_as_utf_8_with_its_line_breaks_whatever_the_locale(tmp_path, monkeypatch):
+    """A question with a non-ASCII name and a quoted CRLF line break comes out exactly as written, also where the
+    locale's default encoding is Latin-1 (simulated: an ``open`` without an encoding gets Latin-1)."""
+    question = "Wie viele Stühle?\r\nZähle sie."
+    rows = [_map("s1"), _row("s1", 1, question, "2", "object_counting")]
+    src = _release(tmp_path, rows, rows, scenes=("s1",))
+    real_open = open
+
+    def latin1_locale_open(path, *args, **kwargs):
+        kwargs["encoding"] = kwargs.get("encoding") or "latin-1"
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(conv, "open", latin1_locale_open, raising=False)
+    conv.convert(src, tmp_path / "out")
+    assert [r["question"] for r in _read(tmp_path / "out" / "standard")] == [question]
+
+
+def test_converting_again_into_the_same_folder_replaces_the_shards(tmp_path):
+    rows = [_map("s1"), _row("s1", 1, "q", "1", "object_counting")]
+    src = _release(tmp_path, rows, rows, scenes=("s1",))
+    conv.convert(src, tmp_path / "out")
+    report = conv.convert(src, tmp_path / "out")
+    assert report.written == {"standard": 1, "negative": 1}
+    assert [p.name for p in (tmp_path / "out" / "standard").iterdir()] == ["test-00000.parquet"]
+
+
+def test_one_config_converted_alone_embeds_its_images_by_default(tmp_path):
+    rows = [_map("s1"), _row("s1", 1, "q", "1", "object_counting")]
+    src = _release(tmp_path, rows, rows, scenes=("s1",))
+    report = conv.Report()
+    conv.convert_config(src, "negative", tmp_path / "out", report, skip_bad=False, shard_size=10)
+    (image,) = pq.read_table(tmp_path / "out" / "negative" / "test-00000.parquet").column("image").to_pylist()
+    assert image == {"bytes": (src / "data" / "s1" / "rgb.png").read_bytes(), "path": None}
+    assert report.written == {"negative": 1} and report.rows == {"negative": 1}
+
+
+def test_an_image_cell_holds_the_bytes_or_the_release_path_never_both(tmp_path):
+    image = tmp_path / "rgb.png"
+    Image.new("RGB", (4, 4), "red").save(image)
+    assert conv._image_cell(str(image), "/release/data/s1/rgb.png", True) == {"bytes": image.read_bytes(), "path": None}
+    assert conv._image_cell(str(image), "/release/data/s1/rgb.png", False) == {
+        "bytes": None,
+        "path": "/release/data/s1/rgb.png",
+    }
+
+
+def test_by_default_a_shard_holds_2000_questions(tmp_path):
+    # the documented default (--shard-size 2000): 2001 questions make a shard of 2000 and one of 1
+    rows = [_map("s1")] + [_row("s1", t, "q", "1", "object_counting") for t in range(1, 2002)]
+    src = _release(tmp_path, rows, [_map("s1")], scenes=("s1",))
+    conv.convert(src, tmp_path / "out", embed_images=False)
+    shards = sorted((tmp_path / "out" / "standard").glob("*.parquet"))
+    assert [pq.read_metadata(p).num_rows for p in shards] == [2000, 1]
+
+
+def test_the_bar_counts_rows(tmp_path, progress_bars):
+    rows = [_map("s1"), _row("s1", 1, "q", "1", "object_counting")]
+    conv.convert(_release(tmp_path, rows, rows, scenes=("s1",)), tmp_path / "out")
+    assert [b.unit for b in progress_bars] == ["row", "row"]
