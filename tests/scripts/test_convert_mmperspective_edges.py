@@ -195,3 +195,26 @@ def test_a_column_map_reads_renamed_fields(images, tmp_path):
     path.write_text(json.dumps([record]))
     written = conv.convert(images, path, tmp_path / "out", parse_map("mmperspective", "answer=gold"))
     assert datasets.load_dataset("parquet", data_files=str(written))["train"]["answer"] == ["B"]
+
+
+def test_a_csv_that_cannot_be_parsed_is_one_line_naming_the_file(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text('id,question\nq1,"' + "x" * 200_000 + '"\n')  # a field past the csv module's 131,072 limit
+    with pytest.raises(conv.ConversionError, match=rf"^{re.escape(str(path))}: not valid CSV \(field larger than"):
+        conv.read_records(path)
+
+
+def test_converting_again_into_the_same_folder_replaces_the_file(images, tmp_path):
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps([_record()]))
+    conv.convert(images, path, tmp_path / "out")
+    path.write_text(json.dumps([_record(answer="A")]))
+    written = conv.convert(images, path, tmp_path / "out")
+    assert datasets.load_dataset("parquet", data_files=str(written))["train"]["answer"] == ["A"]
+
+
+def test_the_bar_counts_rows(images, tmp_path, progress_bars):
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps([_record()]))
+    conv.convert(images, path, tmp_path / "out")
+    assert [(b.unit, b.total) for b in progress_bars] == [("row", 1)]
