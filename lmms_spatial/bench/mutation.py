@@ -157,6 +157,8 @@ GROUPS = (
         ("lmms_spatial/data/convert/mmperspective.py",),
         ("tests/scripts/test_convert_mmperspective.py", "tests/scripts/test_convert_mmperspective_edges.py"),
     ),
+    # the DORI and ODI-Bench converters (lmms_spatial/data/convert/dori.py, odi_bench.py) join when a whole run of
+    # each passes: their tests are tests/scripts/test_convert_{dori,odi_bench}{,_edges}.py (CONTRIBUTING.md)
 )
 
 

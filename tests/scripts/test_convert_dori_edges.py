@@ -11,6 +11,7 @@ from pathlib import Path
 
 import datasets
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
@@ -273,3 +274,94 @@ def test_no_question_file_or_no_converted_row_stops_naming_it(tmp_path):
     (tmp_path / "q.jsonl").write_text(json.dumps(_row(task="tilt")) + "\n")
     with pytest.raises(SystemExit, match=r"^convert_dori: no row converted$"):
         conv.convert(tmp_path, tmp_path / "out", skip_bad=True)
+
+
+# --- question files of each kind, and the whole conversion --------------------------------------------
+
+
+def test_a_json_file_under_data_is_read_and_one_that_is_not_json_names_itself(tmp_path):
+    _png(tmp_path / "a.png", RED)
+    (tmp_path / "q.json").write_text(json.dumps({"data": [_row()]}))
+    assert [r["id"] for r in conv._read_rows(tmp_path / "q.json")] == ["r1"]
+    (tmp_path / "q.json").write_text("{not json")
+    with pytest.raises(SystemExit, match=rf"^convert_dori: {re.escape(str(tmp_path / 'q.json'))}: not valid JSON"):
+        list(conv._read_rows(tmp_path / "q.json"))
+
+
+def test_a_csv_that_cannot_be_parsed_names_itself(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text('id,question\nr1,"' + "x" * 200_000 + '"\n')  # a field past the csv module's 131,072 limit
+    with pytest.raises(SystemExit, match=rf"^convert_dori: {re.escape(str(path))}: not valid CSV \(field larger"):
+        list(conv._read_rows(path))
+
+
+def test_a_parquet_question_file_is_read(tmp_path):
+    import pyarrow as pa
+
+    _png(tmp_path / "a.png", RED)
+    row = _row(options=None, options_text="A. x B. y")
+    row["options"] = row.pop("options_text")
+    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "q.parquet")
+    report = conv.convert(tmp_path, tmp_path / "out")
+    assert (report.files, report.written, report.rejects) == (["q.parquet"], 1, [])
+
+
+def _written_images(out: Path) -> list:
+    return pq.read_table(out / "test.parquet").column("images").to_pylist()
+
+
+def test_a_conversion_embeds_the_images_unless_told_not_to_and_names_rows_without_an_id(tmp_path):
+    image = _png(tmp_path / "src" / "a.png", RED)
+    (tmp_path / "src" / "q.jsonl").write_text(json.dumps(_row(id=...)) + "\n")
+    report = conv.convert(tmp_path / "src", tmp_path / "out" / "dori")  # a folder whose parent does not exist yet
+    assert _written_images(tmp_path / "out" / "dori") == [[{"bytes": image.read_bytes(), "path": None}]]
+    assert pq.read_table(tmp_path / "out" / "dori" / "test.parquet").column("id").to_pylist() == ["q.jsonl:0"]
+    assert report.written == 1
+    conv.convert(tmp_path / "src", tmp_path / "out" / "dori", embed_images=False)  # again, into the same folder
+    assert _written_images(tmp_path / "out" / "dori") == [[{"bytes": None, "path": str(image.absolute())}]]
+
+
+def test_a_column_map_is_applied_to_each_row(tmp_path):
+    from lmms_spatial.data.column_map import parse as parse_map
+
+    _png(tmp_path / "a.png", RED)
+    row = _row()
+    row["truth"] = row.pop("answer")
+    (tmp_path / "q.jsonl").write_text(json.dumps({**row, "truth": "C"}) + "\n")
+    conv.convert(tmp_path, tmp_path / "out", column_map=parse_map("dori", "answer=truth"))
+    assert pq.read_table(tmp_path / "out" / "test.parquet").column("answer").to_pylist() == ["C"]
+
+
+def test_a_row_with_its_own_question_ignores_a_free_text_prompt(tmp_path):
+    _png(tmp_path / "a.png", RED)
+    row = conv.convert_row(_row(prompt="no sections here"), base_dirs=[tmp_path], default_id="x")
+    assert (row["question"], row["options"]) == ("Which way?", ["a", "b", "c"])
+
+
+def test_without_context_instructions_or_examples_they_are_empty(tmp_path):
+    _png(tmp_path / "a.png", RED)
+    row = conv.convert_row(_row(), base_dirs=[tmp_path], default_id="x")
+    assert (row["context"], row["instructions"], row["examples"]) == ("", [], [])
+
+
+def test_a_rows_own_examples_are_kept(tmp_path):
+    _png(tmp_path / "a.png", RED)
+    row = conv.convert_row(_row(examples='["a car facing left"]'), base_dirs=[tmp_path], default_id="x")
+    assert row["examples"] == ["a car facing left"]
+
+
+def test_sixteen_options_are_accepted(tmp_path):
+    _png(tmp_path / "a.png", RED)
+    options = [f"o{i}" for i in range(16)]
+    row = conv.convert_row(_row(options=options, answer="P"), base_dirs=[tmp_path], default_id="x")
+    assert (len(row["options"]), row["answer"]) == (16, "P")
+
+
+def test_a_row_converted_without_embedding_points_at_its_image(tmp_path):
+    image = _png(tmp_path / "a.png", RED)
+    row = conv.convert_row(_row(), base_dirs=[tmp_path], default_id="x", embed_images=False)
+    assert row["images"] == [{"bytes": None, "path": str(image.absolute())}]
+
+
+def test_a_row_error_carries_its_field():
+    assert conv.RowError("answer", "x").field == "answer"

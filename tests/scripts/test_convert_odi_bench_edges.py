@@ -300,3 +300,61 @@ def test_a_release_with_bad_rows_is_refused_listing_them_and_one_without_rows_to
         conv.convert(tmp_path, tmp_path / "out")
     with pytest.raises(conv.ConversionError, match=r"^no QA rows converted$"):
         conv.convert(tmp_path, tmp_path / "out", skip_bad=True)
+
+
+def test_an_answer_matches_an_option_text_up_to_punctuation_case_and_spacing():
+    assert conv.resolve_answer("Light  Blue.", ["red", "light blue"], False, "answer") == "B"
+    assert conv.resolve_answer("B. light-blue!", ["red", "light-blue"], False, "answer") == "B"
+
+
+def test_more_than_30_bad_rows_are_listed_30_then_counted(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=i, answer="maybe") for i in range(32)])
+    with pytest.raises(conv.ConversionError) as raised:
+        conv.convert(tmp_path, tmp_path / "out")
+    lines = str(raised.value).split("\n")
+    assert lines[0] == "32 QA rows cannot be converted:"
+    assert len(lines) == 1 + 30 + 1 and all(line.startswith("  ") for line in lines[1:])
+    assert lines[30].startswith(f"  {tmp_path / 'QAs' / 'existence.jsonl'}:30: field 'answer'")
+    assert lines[31] == "  ... and 2 more"
+
+
+def test_thirty_bad_rows_are_all_listed_with_nothing_more(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=i, answer="maybe") for i in range(30)])
+    with pytest.raises(conv.ConversionError) as raised:
+        conv.convert(tmp_path, tmp_path / "out")
+    assert len(str(raised.value).split("\n")) == 31 and "more" not in str(raised.value)
+
+
+def test_a_conversion_reads_the_qa_folder_and_column_map_it_is_given(tmp_path):
+    from lmms_spatial.data.column_map import parse as parse_map
+
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(answer="no")])  # the default folder: not this one
+    row = _row()
+    row["truth"] = row.pop("answer")
+    _jsonl(tmp_path / "mine" / "counting.jsonl", [row])
+    result = conv.convert(tmp_path, tmp_path / "out", qa_dir=tmp_path / "mine", column_map=parse_map("odi_bench",
+                          "answer=truth"))  # fmt: skip
+    assert [(r["task"], r["answer"]) for r in result.rows] == [("counting", "Yes")]
+
+
+def _rows(n: int, image: Path) -> list[dict]:
+    return [{"id": str(i), "task": "existence", "question": "q", "options": [], "answer": "Yes", "answer_text": "Yes",
+             "_image_path": image} for i in range(n)]  # fmt: skip
+
+
+def test_by_default_a_shard_holds_400_rows_in_groups_of_16(tmp_path):
+    image = _jpg(tmp_path / "r.jpg", (200, 0, 0))
+    written = conv.write_parquet(_rows(401, image), tmp_path / "out" / "odi")  # a folder whose parent is new
+    assert [pq.read_metadata(p).num_rows for p in written] == [400, 1]
+    # 400 rows in groups of 16: 25 row groups
+    assert pq.read_metadata(written[0]).num_row_groups == 25
+    again = conv.write_parquet(_rows(17, image), tmp_path / "out" / "odi")  # again, into the same folder
+    assert [pq.read_metadata(p).num_row_groups for p in again] == [2]  # 16 + 1
+
+
+def test_the_bar_counts_rows(tmp_path, progress_bars):
+    conv.write_parquet(_rows(1, _jpg(tmp_path / "r.jpg", (200, 0, 0))), tmp_path / "out")
+    assert [(b.unit, b.total) for b in progress_bars] == [("row", 1)]
