@@ -365,3 +365,25 @@ def test_a_row_converted_without_embedding_points_at_its_image(tmp_path):
 
 def test_a_row_error_carries_its_field():
     assert conv.RowError("answer", "x").field == "answer"
+
+
+def test_without_source_category_or_data_type_they_are_empty(tmp_path):
+    _png(tmp_path / "a.png", RED)
+    row = conv.convert_row(_row(), base_dirs=[tmp_path], default_id="x")
+    assert (row["source"], row["category"], row["data_type"]) == ("", "", "")
+
+
+def test_an_image_list_is_read_in_order_and_embedded_by_default(tmp_path):
+    _png(tmp_path / "a.png", RED), _png(tmp_path / "b.png", BLUE)
+    images = conv._images({"images": ["b.png", "a.png"]}, [tmp_path])
+    assert _pixels(images) == [BLUE, RED] and [i["path"] for i in images] == [None, None]
+
+
+def test_a_letter_answer_followed_by_lines_of_text_is_the_letter():
+    assert conv.parse_answer("B: Leftward\nbecause the car faces left", ["x", "y", "z"]) == "B"
+
+
+def test_options_text_with_one_option_is_read_then_refused_for_its_count(tmp_path):
+    assert conv.parse_options("A. only") == ["only"]
+    with pytest.raises(RowError, match=r"^field 'options': 1 options; expected 3 to 16$"):
+        conv.convert_row(_row(options="A. only"), base_dirs=[tmp_path], default_id="x")

@@ -309,14 +309,14 @@ def test_an_answer_matches_an_option_text_up_to_punctuation_case_and_spacing():
 
 def test_more_than_30_bad_rows_are_listed_30_then_counted(tmp_path):
     _jpg(tmp_path / "p.jpg", (1, 1, 1))
-    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=i, answer="maybe") for i in range(32)])
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=i, answer="maybe") for i in range(31)])
     with pytest.raises(conv.ConversionError) as raised:
         conv.convert(tmp_path, tmp_path / "out")
     lines = str(raised.value).split("\n")
-    assert lines[0] == "32 QA rows cannot be converted:"
+    assert lines[0] == "31 QA rows cannot be converted:"
     assert len(lines) == 1 + 30 + 1 and all(line.startswith("  ") for line in lines[1:])
     assert lines[30].startswith(f"  {tmp_path / 'QAs' / 'existence.jsonl'}:30: field 'answer'")
-    assert lines[31] == "  ... and 2 more"
+    assert lines[31] == "  ... and 1 more"
 
 
 def test_thirty_bad_rows_are_all_listed_with_nothing_more(tmp_path):
@@ -324,7 +324,9 @@ def test_thirty_bad_rows_are_all_listed_with_nothing_more(tmp_path):
     _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=i, answer="maybe") for i in range(30)])
     with pytest.raises(conv.ConversionError) as raised:
         conv.convert(tmp_path, tmp_path / "out")
-    assert len(str(raised.value).split("\n")) == 31 and "more" not in str(raised.value)
+    lines = str(raised.value).split("\n")
+    assert len(lines) == 31 and lines[-1].endswith(":30: field 'answer': a question without options needs a yes/no "
+                                                   "answer, got 'maybe'")  # fmt: skip
 
 
 def test_a_conversion_reads_the_qa_folder_and_column_map_it_is_given(tmp_path):
@@ -358,3 +360,37 @@ def test_by_default_a_shard_holds_400_rows_in_groups_of_16(tmp_path):
 def test_the_bar_counts_rows(tmp_path, progress_bars):
     conv.write_parquet(_rows(1, _jpg(tmp_path / "r.jpg", (200, 0, 0))), tmp_path / "out")
     assert [(b.unit, b.total) for b in progress_bars] == [("row", 1)]
+
+
+def test_a_conversion_passes_its_shard_size_on(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=1), _row(id=2)])
+    conv.convert(tmp_path, tmp_path / "out", rows_per_shard=1)
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.parquet")) == [
+        "test-00000-of-00002.parquet", "test-00001-of-00002.parquet"]  # fmt: skip
+
+
+def test_an_unknown_task_is_named_under_the_key_it_came_from(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(type="tilt")])
+    (problem,) = conv.collect(tmp_path).problems
+    known = ", ".join(conv.TASKS)
+    assert (problem.field, problem.problem) == ("type", f"unknown ODI-Bench task 'tilt'; known: {known}")
+
+
+def test_a_view_orientation_row_without_a_task_says_why_it_needs_one(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "view_orientation.jsonl", [_row()])
+    (problem,) = conv.collect(tmp_path).problems
+    assert (problem.field, problem.problem) == (
+        "task",
+        "no task field, and 'view_orientation.jsonl' may hold both view orientation tasks (egocentric, allocentric) "
+        "as no allocentric file sits beside it",
+    )
+
+
+def test_a_long_answer_that_is_not_yes_or_no_is_named_in_200_characters():
+    with pytest.raises(_RowError) as raised:
+        conv._yes_no("z" * 300, "answer")
+    assert raised.value.problem == f"a question without options needs a yes/no answer, got '{'z' * 300}'"[:200]
+    assert len(raised.value.problem) == 200
