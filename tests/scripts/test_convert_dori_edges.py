@@ -387,3 +387,43 @@ def test_options_text_with_one_option_is_read_then_refused_for_its_count(tmp_pat
     assert conv.parse_options("A. only") == ["only"]
     with pytest.raises(RowError, match=r"^field 'options': 1 options; expected 3 to 16$"):
         conv.convert_row(_row(options="A. only"), base_dirs=[tmp_path], default_id="x")
+
+
+def test_a_task_name_in_brackets_or_dashes_is_read():
+    assert conv.normalise_task("(View Parallelism)") == "view_parallelism"
+    assert conv.normalise_task("--q2--") == "directional_facing"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (True, "field 'answer': True is not a letter, index or option text"),
+        (7, "field 'answer': index 7 is outside the 3 options"),
+        ("w" * 100, f"field 'answer': {'w' * 60!r} is not a letter, 0-based index or option text of this question"),
+    ],
+)
+def test_an_answer_refusal_names_the_answer_field_and_at_most_60_characters(value, message):
+    with pytest.raises(RowError) as raised:
+        conv.parse_answer(value, ["x", "y", "z"])
+    assert str(raised.value) == message
+
+
+def test_options_text_that_cannot_be_read_is_named_in_80_characters():
+    with pytest.raises(RowError) as raised:
+        conv.parse_options("q" * 100)
+    assert str(raised.value) == f"field 'options': cannot read options from {'q' * 80!r}"
+
+
+def test_options_from_a_numpy_array_are_its_items():
+    assert conv.parse_options(np.array(["left ", " right"])) == ["left", "right"]
+
+
+def test_image_refusals_name_the_value_in_60_characters_and_every_folder_searched(tmp_path):
+    with pytest.raises(RowError) as raised:
+        conv._image(["x"] * 40, [tmp_path])
+    assert str(raised.value) == f"field 'images': unsupported image value {str(['x'] * 40)[:60]!r}"
+    with pytest.raises(RowError) as raised:
+        conv._image("z.png", [tmp_path / "sub", tmp_path])
+    assert str(raised.value) == (
+        f"field 'images': image file 'z.png' not found under {[str(tmp_path / 'sub'), str(tmp_path)]}"
+    )
