@@ -427,3 +427,8 @@ def test_image_refusals_name_the_value_in_60_characters_and_every_folder_searche
     assert str(raised.value) == (
         f"field 'images': image file 'z.png' not found under {[str(tmp_path / 'sub'), str(tmp_path)]}"
     )
+
+
+def test_options_text_in_json_is_read_as_json_with_its_escapes():
+    # a JSON writer that escapes "/" (PHP's json_encode): JSON reads "up\/down" as "up/down", a Python literal would not
+    assert conv.parse_options('["up\\/down", "left"]') == ["up/down", "left"]
