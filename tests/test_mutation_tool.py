@@ -71,6 +71,20 @@ def test_each_group_is_mutated_against_its_own_tests_and_only_its_tests_enter_it
     assert {"lmms_spatial/models/random_choice.py", "lmms_spatial/data/answer_space.py"} <= set(mutation.scope(REPO))
 
 
+def test_each_converter_is_mutated_against_its_own_test_files_only():
+    """A converter's mutants run its two test files, not the other converters' (CPU is scarce: issue 42)."""
+    for bench in ("osr_bench", "mmperspective", "dori"):
+        group = mutation.group_of(f"lmms_spatial/data/convert/{bench}.py")
+        assert group.tests == (f"tests/scripts/test_convert_{bench}.py", f"tests/scripts/test_convert_{bench}_edges.py")
+        assert all((REPO / test).is_file() for test in group.tests)
+
+
+def test_every_module_in_scope_has_a_committed_baseline():
+    """Else CI's ``--changed`` check would take a module never recorded for a changed one and run it on every push."""
+    baseline = json.loads((REPO / mutation.BASELINE_FILE).read_text(encoding="utf-8"))
+    assert set(mutation.scope(REPO)) == set(baseline["modules"])
+
+
 def test_prompts_and_command_line_plumbing_are_left_out_and_methods_are_kept():
     assert mutation.functions(ADAPTER) == ["x_doc_to_text", "x_process_results", "x\u01c1Scorer\u01c1score", "x_main"]
     assert mutation.mutant_globs("tasks/x/adapter.py", ADAPTER) == [

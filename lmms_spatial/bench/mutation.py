@@ -145,6 +145,25 @@ GROUPS = (
         ("lmms_spatial/data/api_images.py",),
         ("tests/data/test_api_images.py", "tests/tasks/test_odi_bench_api_images.py"),
     ),
+    # how each release's answers and image files are matched into the rows the tasks read (edge rows included): one
+    # group per converter, each against its own test files (a mutant runs only the tests that reach it)
+    Group(
+        "convert_osr_bench",
+        ("lmms_spatial/data/convert/osr_bench.py",),
+        ("tests/scripts/test_convert_osr_bench.py", "tests/scripts/test_convert_osr_bench_edges.py"),
+    ),
+    Group(
+        "convert_mmperspective",
+        ("lmms_spatial/data/convert/mmperspective.py",),
+        ("tests/scripts/test_convert_mmperspective.py", "tests/scripts/test_convert_mmperspective_edges.py"),
+    ),
+    Group(
+        "convert_dori",
+        ("lmms_spatial/data/convert/dori.py",),
+        ("tests/scripts/test_convert_dori.py", "tests/scripts/test_convert_dori_edges.py"),
+    ),
+    # the ODI-Bench converter (lmms_spatial/data/convert/odi_bench.py) joins when a whole run of it passes: its tests
+    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
 
 
