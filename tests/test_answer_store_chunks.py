@@ -11,16 +11,16 @@ from collections.abc import Iterator
 import pytest
 
 from lmms_spatial.plugin import resume
-from lmms_spatial.plugin.run import _RUNS, Run
+from lmms_spatial.run_state import STATE, Run
 
 
 @pytest.fixture
 def run_of_ours() -> Iterator[Run]:
     run = Run(["t"])
-    _RUNS.append(run)
+    STATE.runs.append(run)
     yield run
     resume.release(run)
-    _RUNS.remove(run)
+    STATE.runs.remove(run)
 
 
 def _store(root):
