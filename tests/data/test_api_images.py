@@ -204,3 +204,17 @@ def test_forgetting_the_model_leaves_no_rule_in_effect():
     api_images.set_model(None)
     assert api_images.current_model() is None
     assert rule_in_effect(env={}) is None
+
+
+def test_set_model_returns_the_rule_it_records_with_the_model_in_the_runs_state():
+    from lmms_spatial import run_state
+
+    lm = _model("lmms_eval.models.chat.openai", model_version="gpt-4o")
+    rule = api_images.set_model(lm)
+    try:
+        assert rule.provider.name == "openai"
+        assert api_images.current_model() is rule
+        assert run_state.evaluation().model is lm  # the state names the model object, not only its rule
+    finally:
+        assert api_images.set_model(None) is None
+    assert run_state.evaluation() is None
