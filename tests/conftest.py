@@ -427,3 +427,16 @@ def progress_bars(monkeypatch) -> list[RecordedBar]:
 
     monkeypatch.setattr(lmms_spatial.progress, "tqdm", record)
     return bars
+
+
+@pytest.fixture
+def run_of_ours():
+    """A run of ours in progress (lmms_spatial.run_state) for the answer store's unit tests; released after."""
+    from lmms_spatial.plugin import resume
+    from lmms_spatial.run_state import STATE, Run
+
+    run = Run(["t"])
+    STATE.runs.append(run)
+    yield run
+    resume.release(run)
+    STATE.runs.remove(run)

@@ -6,21 +6,10 @@ Fast: lmms-eval's own ResponseCache wrapped by ours, a fake model answering ``A<
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
 from lmms_spatial.plugin import resume
-from lmms_spatial.run_state import STATE, Run
-
-
-@pytest.fixture
-def run_of_ours() -> Iterator[Run]:
-    run = Run(["t"])
-    STATE.runs.append(run)
-    yield run
-    resume.release(run)
-    STATE.runs.remove(run)
 
 
 def _store(root):

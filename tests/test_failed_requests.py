@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import Iterator
 
 import pytest
 
 from lmms_spatial.plugin import failed_requests, failures, resume
 from lmms_spatial.plugin.isolation import ERROR_KEY
-from lmms_spatial.run_state import STATE, Run
 
 # the replies lmms-eval 0.7.3's model classes give for a request that failed (models/chat/openai.py,
 # models/simple/gemini.py, models/chat/async_openai.py, models/simple/generation_api.py, diffusers_wm_base.py)
@@ -67,15 +65,6 @@ def test_the_closing_line_names_how_many_the_endpoint_and_the_error():
         "them out): run the same command again to ask only them"
     )
     assert failed_requests.closing_line(lm, {}) is None  # nothing failed: nothing said
-
-
-@pytest.fixture
-def run_of_ours() -> Iterator[Run]:
-    run = Run(["t"])
-    STATE.runs.append(run)
-    yield run
-    resume.release(run)
-    STATE.runs.remove(run)
 
 
 def _request(doc_id: int):

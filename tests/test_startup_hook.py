@@ -160,19 +160,16 @@ def test_without_the_pth_file_the_model_entry_point_installs_the_hook_and_says_s
     assert "did not run" in proc.stderr and "--include_path" in proc.stderr
 
 
-def test_a_module_still_executing_when_the_hook_is_installed_late_is_patched_once_its_import_has_finished(
-    monkeypatch,
-):
-    """Installed late (no .pth), the hook comes from our model entry point while lmms_eval.evaluator is still
-    executing its imports: patching it then found none of its functions (measured on a GPU machine with
-    `pip install --target`: six 'has no lmms_eval.evaluator.*' lines, run handling off). It must wait."""
+def _hook_with_a_fake_evaluator(monkeypatch, initializing: bool):
+    """The startup hook with one PATCHES entry, ``lmms_eval.evaluator``, already in ``sys.modules`` (still executing
+    or not), its patches recorded instead of run; returns (hook, module, names patched so far)."""
     import importlib.util
 
     import lmms_spatial_startup as hook
 
     module = types.ModuleType("lmms_eval.evaluator")
     module.__spec__ = importlib.util.spec_from_loader("lmms_eval.evaluator", loader=None)
-    module.__spec__._initializing = True
+    module.__spec__._initializing = initializing
     patched: list[str] = []
     monkeypatch.delenv(hook.DISABLE_ENV, raising=False)
     monkeypatch.setitem(sys.modules, "lmms_eval.evaluator", module)
@@ -180,6 +177,16 @@ def test_a_module_still_executing_when_the_hook_is_installed_late_is_patched_onc
     monkeypatch.setattr(hook, "apply_patches", lambda m: patched.append(m.__name__))
     monkeypatch.setattr(hook, "_deferred", [])
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    return hook, module, patched
+
+
+def test_a_module_still_executing_when_the_hook_is_installed_late_is_patched_once_its_import_has_finished(
+    monkeypatch,
+):
+    """Installed late (no .pth), the hook comes from our model entry point while lmms_eval.evaluator is still
+    executing its imports: patching it then found none of its functions (measured on a GPU machine with
+    `pip install --target`: six 'has no lmms_eval.evaluator.*' lines, run handling off). It must wait."""
+    hook, module, patched = _hook_with_a_fake_evaluator(monkeypatch, initializing=True)
 
     hook.install()
     finder = hook._LmmsEvalFinder()
@@ -193,19 +200,7 @@ def test_a_module_still_executing_when_the_hook_is_installed_late_is_patched_onc
 
 
 def test_a_module_imported_before_the_hook_and_finished_is_patched_at_once(monkeypatch):
-    import importlib.util
-
-    import lmms_spatial_startup as hook
-
-    module = types.ModuleType("lmms_eval.evaluator")
-    module.__spec__ = importlib.util.spec_from_loader("lmms_eval.evaluator", loader=None)
-    patched: list[str] = []
-    monkeypatch.delenv(hook.DISABLE_ENV, raising=False)
-    monkeypatch.setitem(sys.modules, "lmms_eval.evaluator", module)
-    monkeypatch.setattr(hook, "PATCHES", {"lmms_eval.evaluator": ("x:y",)})
-    monkeypatch.setattr(hook, "apply_patches", lambda m: patched.append(m.__name__))
-    monkeypatch.setattr(hook, "_deferred", [])
-    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    hook, _module, patched = _hook_with_a_fake_evaluator(monkeypatch, initializing=False)
 
     hook.install()
     assert patched == ["lmms_eval.evaluator"]
