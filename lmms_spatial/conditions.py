@@ -283,6 +283,29 @@ class StoreRecord:
         return cls(entry.get("root"), entry.get("answers"), entry.get("asked"), list(entry.get("from") or []))
 
 
+@dataclass(frozen=True)
+class DataRecord:
+    """Where one benchmark's documents (one config of it, if it has several) came from in this run: the Hub
+    release (its id and the revision read) or a local copy (its absolute path), and the ``datasets``
+    fingerprint of the split read. Two runs that read different data are not the same experiment, and the
+    viewer finds a local copy's images from here."""
+
+    source: str  # Hub id, or the absolute path of the local copy (its root, not the config's folder)
+    local: bool
+    revision: str | None = None  # the Hub revision asked for (None: the default branch, or a local copy)
+    fingerprint: str | None = None  # datasets' fingerprint of the test split read (None: not known)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "local": self.local, "revision": self.revision, "fingerprint": self.fingerprint}
+
+    @classmethod
+    def from_json(cls, entry: Any) -> DataRecord | None:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("source"), str):
+            return None
+        return cls(entry["source"], bool(entry.get("local")), text_or_none(entry.get("revision")),
+                   text_or_none(entry.get("fingerprint")))  # fmt: skip
+
+
 @dataclass
 class RunConditions:
     """``results["lmms_spatial"]``: the whole value (see :mod:`lmms_spatial.plugin.conditions` for each key)."""
@@ -292,6 +315,8 @@ class RunConditions:
     environment: dict[str, Any] | None = None  # the software that produced the answers; None: not recorded
     scorer_environment: dict[str, Any] | None = None  # --model replay: the software that scored them
     store: StoreRecord | None = None
+    # {benchmark key, or "<key>/<config>": where its documents came from}; None: not recorded (older files)
+    data: dict[str, DataRecord] | None = None
     schema: int = SCHEMA
     lmms_spatial_version: str | None = None
     # written by lmms_spatial.plugin.isolation when a task's scoring failed: {task: message}, groups left unscored
@@ -309,6 +334,8 @@ class RunConditions:
         if self.scorer_environment is not None:
             value["scorer_environment"] = self.scorer_environment
         value["store"] = self.store.to_json() if self.store is not None else None
+        if self.data is not None:
+            value["data"] = {name: record.to_json() for name, record in sorted(self.data.items())}
         if self.failed_tasks is not None:
             value["failed_tasks"] = self.failed_tasks
         if self.groups_without_scores is not None:
@@ -322,6 +349,9 @@ class RunConditions:
         tasks = value.get("tasks") if isinstance(value.get("tasks"), Mapping) else {}
         environment = value.get("environment")
         scorer = value.get("scorer_environment")
+        data = value.get("data")
+        if isinstance(data, Mapping):
+            data = {str(k): r for k, r in ((k, DataRecord.from_json(e)) for k, e in data.items()) if r is not None}
         return cls(
             model=ModelRecord.from_json(value.get("model")),
             tasks={
@@ -330,6 +360,7 @@ class RunConditions:
             environment=dict(environment) if isinstance(environment, Mapping) else None,
             scorer_environment=dict(scorer) if isinstance(scorer, Mapping) else None,
             store=StoreRecord.from_json(value.get("store")),
+            data=data if isinstance(data, dict) else None,
             schema=int_or_none(value.get("schema")) or 0,
             lmms_spatial_version=text_or_none(value.get("lmms_spatial_version")),
             failed_tasks=value.get("failed_tasks"),

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 # the results file's key and an empty task's entry: the conditions schema's (one spelling)
-from lmms_spatial.conditions import DOCUMENTS_KEY, NO_DOCUMENTS, DeclaredTask  # noqa: F401
+from lmms_spatial.conditions import DOCUMENTS_KEY, NO_DOCUMENTS, DataRecord, DeclaredTask  # noqa: F401
 from lmms_spatial.conditions import KEY as RESULTS_KEY  # noqa: F401
 
 if TYPE_CHECKING:  # for the annotation only: data.api_images reads this module, never the other way at run time
@@ -46,6 +46,7 @@ class Call:
     arguments: dict[str, Any]
     built_ours: list[str] = field(default_factory=list)
     run: Run | None = None
+    data: dict[str, DataRecord] = field(default_factory=dict)  # where each benchmark's documents came from
 
 
 @dataclass
@@ -120,6 +121,13 @@ def built(task_name: str) -> None:
     """A task of ours was built (``ConfigurableTask.__init__`` returned): a later failure is a run of ours."""
     if STATE.calls:
         STATE.calls[-1].built_ours.append(task_name)
+
+
+def data_read(name: str, record: DataRecord) -> None:
+    """Benchmark ``name`` (``<key>`` or ``<key>/<config>``) read its documents from ``record`` in the call in
+    progress (tasks are built, and their documents loaded, before the run of ours is recognised)."""
+    if STATE.calls:
+        STATE.calls[-1].data[name] = record
 
 
 def set_evaluation(evaluation: Evaluation | None) -> Evaluation | None:

@@ -434,6 +434,8 @@ def test_the_conditions_a_run_writes_read_back_to_the_same_bytes():
         },
         "environment": None, "scorer_environment": {"python": "3.11.7"},
         "store": {"root": "out/cache", "answers": 2, "asked": 27, "from": [{"run": "the run of ...", "answers": 2}]},
+        "data": {"mmsi": {"source": "RunsenXu/MMSI-Bench", "local": False, "revision": "abc123", "fingerprint": "f0"},
+                 "osr_bench/qa": {"source": "/data/osr", "local": True, "revision": None, "fingerprint": None}},
         "failed_tasks": {"mmsi_vanilla": "ValueError: x"}, "groups_without_scores": ["mmsi"],
     }  # fmt: skip
     read = RunConditions.from_json(json.loads(json.dumps(written)))
@@ -473,3 +475,32 @@ def test_a_benchmark_declares_its_needs_once_by_scorer_name_and_one_that_declare
     assert declare("odi_bench", process_results).judge_rubric is None
     assert needs_of("no_such_benchmark") == TaskNeeds()
     assert declare("no_such_benchmark", process_results) == DeclaredTask("no_such_benchmark", None, None, {})
+
+
+def test_the_data_each_benchmark_was_read_from_is_recorded_for_the_call_even_when_already_loaded(tmp_path, monkeypatch):
+    """The data a number came from is part of what produced it: a local copy by its absolute path, with datasets'
+    fingerprint of the split read; a second call in the same process (the load kept) records it again."""
+    from lmms_spatial import run_state
+    from lmms_spatial.conditions import DataRecord
+    from lmms_spatial.data import loading
+    from lmms_spatial.data.demo import build_demo_data
+
+    env = build_demo_data(tmp_path / "data", n=2, keys=["mmsi"])
+    ((variable, folder),) = env.items()
+    monkeypatch.setenv(variable, folder)
+    placeholder = __import__("datasets").Dataset.from_dict({loading.PLACEHOLDER_COLUMN: [0]})
+    loading.forget_loaded()
+    records = []
+    for _ in range(2):
+        call = run_state.Call({})
+        run_state.STATE.calls.append(call)
+        try:
+            documents = loading.resolve(placeholder, "mmsi")
+        finally:
+            run_state.STATE.calls.remove(call)
+        records.append(call.data)
+    loading.forget_loaded()
+    expected = DataRecord(str((tmp_path / "data" / "mmsi").resolve()), True, None, documents._fingerprint)
+    assert records == [{"mmsi": expected}, {"mmsi": expected}]
+    assert len(documents) == 2 and isinstance(expected.fingerprint, str)
+    assert RunConditions.from_json({"data": {"mmsi": expected.to_json()}}).data == {"mmsi": expected}

@@ -52,6 +52,7 @@ def _load(key: str, config: str | None):
     memo = (source.path, repr(sorted(kwargs.items())))
     with _lock:
         if memo in _loaded:
+            _record(key, config, source, _loaded[memo])
             return _loaded[memo]
         if source.local and config:
             _require_files(Path(source.path) / config, BENCHMARKS[key].env_var, source.path, config)
@@ -64,7 +65,17 @@ def _load(key: str, config: str | None):
                 f"hub_cards/{key}/README.md"
             ) from None
         _loaded[memo] = loaded
+        _record(key, config, source, loaded)
         return loaded
+
+
+def _record(key: str, config: str | None, source: Any, loaded: Any) -> None:
+    """Tell the call in progress where benchmark ``key``'s documents came from (its results record it)."""
+    revision = None if source.local else source.kwargs.get("revision")
+    fingerprint = getattr(loaded, "_fingerprint", None)
+    fingerprint = fingerprint if isinstance(fingerprint, str) else None
+    record = run_state.DataRecord(source.path, source.local, revision, fingerprint)
+    run_state.data_read(f"{key}/{config}" if config else key, record)
 
 
 def _require_files(folder: Path, env_var: str, root: str, config: str) -> None:

@@ -182,6 +182,7 @@ def record_conditions(results: Any, run: Run) -> None:
 
         value = conditions.build(results, run.notes.tasks, lm_draws_maps=run.notes.maps, empty=empty_tasks.left_out())
         conditions.add_what_answered(value, results, run.notes)
+        value.data = dict(run.call.data) if run.call is not None else None
         from lmms_spatial.plugin.failed_requests import counts
 
         failed = counts()

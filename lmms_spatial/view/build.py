@@ -27,7 +27,7 @@ from typing import Any
 from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import SEED, Table
 from lmms_spatial.view import evidence
-from lmms_spatial.view.images import DataIndex, ImageStore, data_roots, image_bytes
+from lmms_spatial.view.images import DataIndex, ImageStore, data_roots, image_bytes, recorded_roots
 
 CHUNK = 1000  # samples per chunk
 SNIPPET = 160  # characters of the question and reply in a list row
@@ -272,7 +272,7 @@ def build(paths: Sequence[Path | str], out: Path | str, labels: list[str] | None
     (out / "data").mkdir(parents=True, exist_ok=True)
     runs: list[Run] = report["runs"]
     tables: list[Table] = report["tables"]
-    index = DataIndex(data_roots(data))
+    index = DataIndex(data_roots(data, recorded_roots(run.data for run in runs)))
     writer = SampleWriter(out, index, chunk)
     for i, run in enumerate(runs):
         writer.add_run(i, run)

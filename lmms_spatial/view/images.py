@@ -1,7 +1,8 @@
 """The images of a sample, from the benchmark's data (the samples files hold none), as small JPEG files.
 
 A sample's document is found by its score record's ``id`` in the ``id`` column of the benchmark's parquet files:
-the folder given with ``--data KEY=PATH``, else the benchmark's ``LMMS_SPATIAL_<NAME>_PATH`` (what the run read).
+the folder given with ``--data KEY=PATH``, else the local copy the run recorded reading (its results'
+``lmms_spatial.data``), else the benchmark's ``LMMS_SPATIAL_<NAME>_PATH``.
 Nothing is downloaded: without a local copy the page says the images need one. Each distinct image is written
 once (named by its content hash): ``thumbs/<hash>.jpg`` for the list (``THUMB`` pixels on its longer side) and
 ``large/<hash>.js`` (a data URL in a script, ``LARGE`` pixels) for the larger view and figure export (a canvas
@@ -14,7 +15,7 @@ import base64
 import hashlib
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,28 @@ LARGE = 1280
 IMAGE_COLUMNS = ("image", "images")
 
 
-def data_roots(given: Mapping[str, str] | None = None) -> dict[str, Path]:
-    """{benchmark: local data path}: ``given`` first, then each benchmark's environment variable."""
+def recorded_roots(results: Iterable[Mapping[str, Any]]) -> dict[str, Path]:
+    """{benchmark: the local copy its documents were read from}, as the runs' results record it
+    (``lmms_spatial.data``; the first run naming a benchmark wins), for the copies still on this disk."""
+    from lmms_spatial.conditions import KEY, RunConditions
+
+    roots: dict[str, Path] = {}
+    for value in results:
+        for name, record in sorted((RunConditions.from_json(value.get(KEY)).data or {}).items()):
+            key = name.split("/", 1)[0]
+            if record.local and key not in roots and Path(record.source).exists():
+                roots[key] = Path(record.source)
+    return roots
+
+
+def data_roots(given: Mapping[str, str] | None = None, recorded: Mapping[str, Path] | None = None) -> dict[str, Path]:
+    """{benchmark: local data path}: ``given`` (``--data``) first, then the copy the run recorded reading
+    (:func:`recorded_roots`), then each benchmark's environment variable."""
     from lmms_spatial.data.registry import BENCHMARKS
 
     roots = {k: Path(v) for k, v in (given or {}).items()}
+    for key, path in (recorded or {}).items():
+        roots.setdefault(key, Path(path))
     for key, bench in BENCHMARKS.items():
         value = os.environ.get(bench.env_var, "").strip()
         if key not in roots and value and Path(value).exists():

@@ -71,7 +71,7 @@ def test_the_last_lines_say_how_many_verdicts_could_not_be_read_with_one_example
     )
 
 
-def test_every_result_says_what_produced_it(unreadable_judge_run):
+def test_every_result_says_what_produced_it(unreadable_judge_run, fixture_datasets):
     conditions = unreadable_judge_run.results["lmms_spatial"]
     assert conditions["schema"] == 1 and conditions["lmms_spatial_version"]
     assert conditions["model"] == {"label": "random_choice", "name": "random_choice", "args": "seed=4", "seed": 4,
@@ -81,6 +81,11 @@ def test_every_result_says_what_produced_it(unreadable_judge_run):
     assert task["judge"] is None and task["map_source"] is None and task["run_options"] == {}
     assert conditions["tasks"]["osr_qa_cogmap_negative_think"]["map_source"] == "none"  # random_choice: no map
     assert conditions["tasks"]["osr_cogmap_standard"]["of"] == 2  # one map document per image
+    # the data each number came from: OSR-Bench's two configs and ODI-Bench, local copies by their absolute path
+    assert sorted(conditions["data"]) == ["odi_bench", "osr_bench/negative", "osr_bench/standard"]
+    osr = conditions["data"]["osr_bench/standard"]
+    assert (osr["source"], osr["local"], osr["revision"]) == (str(fixture_datasets["osr_bench"].resolve()), True, None)
+    assert conditions["data"]["osr_bench/negative"]["fingerprint"] != osr["fingerprint"]  # different rows
 
 
 @pytest.fixture(scope="module")

@@ -191,3 +191,26 @@ def test_the_demo_ends_by_writing_the_page_and_saying_where(full_demo) -> None:
     assert size.endswith("); open it in a browser, no server needed")
     manifest = read_js(full_demo.out / "view" / "data" / "manifest.js")
     assert manifest["missing_data"] == [] and len(manifest["runs"]) == 1  # the demo's data gave every image
+
+
+def test_images_come_from_the_data_given_then_the_copy_the_run_read_then_the_variable(tmp_path, monkeypatch) -> None:
+    """`lmms-spatial view RESULTS` finds a local copy's images without --data: the run recorded where it read them."""
+    from lmms_spatial.view.images import data_roots, recorded_roots
+
+    read, given, variable = (tmp_path / name for name in ("read", "given", "variable"))
+    for folder in (read, given, variable):
+        folder.mkdir()
+    results = [
+        {"lmms_spatial": {"data": {"osr_bench/standard": {"source": str(read), "local": True},
+                                   "mmsi": {"source": "RunsenXu/MMSI-Bench", "local": False, "revision": "r1"},
+                                   "dori": {"source": str(tmp_path / "gone"), "local": True}}}},
+        {"lmms_spatial": {"data": {"osr_bench/negative": {"source": str(given), "local": True}}}},
+        {"results": {}},  # a results file of another tool: nothing recorded
+    ]  # fmt: skip
+    recorded = recorded_roots(results)
+    assert recorded == {"osr_bench": read}  # a Hub release and a copy no longer on disk are not roots; first run wins
+    monkeypatch.setenv("LMMS_SPATIAL_OSR_PATH", str(variable))
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(variable))
+    assert data_roots(None, recorded)["osr_bench"] == read
+    assert data_roots({"osr_bench": str(given)}, recorded)["osr_bench"] == given
+    assert data_roots(None, {})["osr_bench"] == variable and data_roots(None, recorded)["mmsi"] == variable
