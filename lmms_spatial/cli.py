@@ -211,7 +211,7 @@ def _cmd_card(args: argparse.Namespace) -> int:
 
 
 def _cmd_dori_report(args: argparse.Namespace) -> int:
-    from lmms_spatial.reports.dori import build_report, render_report
+    from lmms_spatial.tasks.dori.patterns import build_report, render_report
 
     try:
         report = build_report(args.runs)
@@ -327,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fixture",
         help="build benchmarks' synthetic fixture data in a folder and print the export lines for the real CLI",
     )
-    fixture.add_argument("benchmarks", nargs="+", help="benchmark keys (lmms_spatial/data/demo/<key>.py)")
+    fixture.add_argument("benchmarks", nargs="+", help="benchmark keys (tasks/<key>/demo.py)")
     fixture.add_argument("--out", default="fixtures", help="folder to build into, one subfolder per benchmark")
     fixture.add_argument("-n", type=int, default=None, help="items per builder (default: the builder's own)")
     fixture.set_defaults(func=_cmd_fixture)

@@ -132,7 +132,7 @@ def origin_of(path: Path, key: str) -> Origin:
     path = Path(path).absolute()
     if fixture_of(path):
         return Origin(
-            how=f"synthetic demo data drawn by lmms-spatial's fixture builder (`lmms_spatial/data/demo/{key}.py`)",
+            how=f"synthetic demo data drawn by lmms-spatial's fixture builder (`tasks/{key}/demo.py`)",
             synthetic=True,
         )
     for folder in (path, *path.parents):
@@ -503,7 +503,7 @@ def write_card(
     if origin.synthetic:
         lines += [
             f"**Synthetic demo data, not the {name} release.** Every row of this copy was drawn by lmms-spatial's "
-            f"fixture builder (`lmms_spatial/data/demo/{bench.key}.py`) to exercise the layout: no image or question "
+            f"fixture builder (`tasks/{bench.key}/demo.py`) to exercise the layout: no image or question "
             "comes from the benchmark, a score on it measures nothing, and no licence of the release applies to it "
             "or is claimed for it. The rest of this card describes the real benchmark's layout and release.",
             "",

@@ -1,6 +1,6 @@
 """Old names of the normalised schemas, kept so existing imports keep working.
 
-The one schema source is each benchmark's registry module (``lmms_spatial/data/registry/<key>.py``,
+The one schema source is each benchmark's registry module (``tasks/<key>/declaration.py``,
 ``features()``; read through :func:`lmms_spatial.data.registry.features`). New code reads it there;
 these names are computed from it on first use, never written twice.
 """

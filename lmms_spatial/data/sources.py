@@ -37,7 +37,7 @@ from lmms_spatial.data.hub_cache import (  # noqa: F401  (DataUnavailable, hf_ho
 )
 from lmms_spatial.data.prepare import cached_snapshot, prepare, revision_of
 from lmms_spatial.data.published import published_benchmark
-from lmms_spatial.data.registry import BENCHMARKS, MMSI_REVISION  # noqa: F401  (MMSI_REVISION: re-exported)
+from lmms_spatial.data.registry import BENCHMARKS
 
 _BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv", ".arrow": "arrow"}
 

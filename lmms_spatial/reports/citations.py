@@ -1,6 +1,6 @@
 """How a benchmark's paper is cited in reports: :class:`Citation`.
 
-Each benchmark declares its own (``CITATION`` in ``lmms_spatial/reports/layouts/<key>.py``;
+Each benchmark declares its own (``CITATION`` in ``tasks/<key>/report.py``;
 :func:`lmms_spatial.reports.layouts.citations` collects them); the shipped ones were checked against the
 arXiv listings (titles, identifiers, authors) on 2026-11-22.
 """

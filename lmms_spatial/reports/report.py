@@ -9,7 +9,7 @@ compound decomposition, ODI-Bench option anchoring; with ``--diagnose-mmsi`` the
 error diagnosis by failure mode and reasoning accuracy, via the judge) and PNG plots.
 
 What each benchmark contributes (tables, citation, analyses, plots) is declared by its own module,
-``lmms_spatial/reports/layouts/<key>.py``; a benchmark without one gets a table per task from its
+``tasks/<key>/report.py``; a benchmark without one gets a table per task from its
 YAML's ``metric_list`` (:mod:`lmms_spatial.reports.layouts`). This module only assembles them.
 """
 

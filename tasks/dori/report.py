@@ -2,7 +2,7 @@
 patterns and the compound-rotation decomposition, coarse-vs-granular plot.
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/dori.json``.
+in ``tasks/dori/published.json``.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def layouts() -> list[Layout]:
 
 def analysis(run: Run, judge: bool = False) -> str | None:
     """Error patterns (App. L, Table 10) and the compound-rotation decomposition (Table 11) per prompt."""
-    from lmms_spatial.reports.dori import render_patterns, report_from_records
+    from lmms_spatial.tasks.dori.patterns import render_patterns, report_from_records
 
     records = [
         line["accuracy"]

@@ -1,6 +1,6 @@
 """DORI: where its data comes from and what its rows hold.
 
-The Hub release is not the layout the tasks read: ``lmms_spatial/data/convert/dori.py`` converts
+The Hub release is not the layout the tasks read: ``tasks/dori/convert.py`` converts
 it on first use (``hub_is_normalised=False``).
 """
 

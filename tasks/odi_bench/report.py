@@ -1,7 +1,7 @@
 """ODI-Bench in ``lmms-spatial report``: Tables 2/3 per setting, option anchoring, close-vs-open plot.
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/odi_bench.json``.
+in ``tasks/odi_bench/published.json``.
 """
 
 from __future__ import annotations

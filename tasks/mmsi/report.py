@@ -2,7 +2,7 @@
 judge) the error diagnosis by failure mode.
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/mmsi.json``.
+in ``tasks/mmsi/published.json``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def analysis(run: Run, judge: bool = False) -> str | None:
     """The error diagnosis by failure mode and reasoning accuracy; it asks the LLM judge, so only when asked."""
     if not judge:
         return None
-    from lmms_spatial.reports.mmsi_diagnosis import DIAGNOSED_TASKS, diagnose, format_diagnosis, load_mmsi_docs
+    from lmms_spatial.tasks.mmsi.diagnosis import DIAGNOSED_TASKS, diagnose, format_diagnosis, load_mmsi_docs
 
     parts, docs = [], None
     for task in DIAGNOSED_TASKS:

@@ -2,7 +2,7 @@
 negative sampling, well-formatted maps).
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/osr_bench.json``.
+in ``tasks/osr_bench/published.json``.
 """
 
 from __future__ import annotations

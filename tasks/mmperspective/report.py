@@ -2,7 +2,7 @@
 accuracy-vs-robustness plot.
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/mmperspective.json``.
+in ``tasks/mmperspective/published.json``.
 """
 
 from __future__ import annotations
