@@ -112,7 +112,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 1
     status = _cmd_report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex",
                                             out=str(work / "report"), labels=None, seed=0, no_plots=False, quiet=True,
-                                            diagnose_mmsi=False))  # fmt: skip
+                                            judge_analyses=False))  # fmt: skip
     if status:
         return status
     from lmms_spatial.data.registry import BENCHMARKS
@@ -153,7 +153,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return 1
     labels = args.labels.split(",") if args.labels else None
     try:
-        report = build(args.results, labels=labels, seed=args.seed, diagnose_mmsi=args.diagnose_mmsi)
+        report = build(args.results, labels=labels, seed=args.seed, judge_analyses=args.diagnose_mmsi)
     except (FileNotFoundError, ValueError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 1

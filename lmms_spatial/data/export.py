@@ -1,8 +1,8 @@
 """``lmms-spatial export BENCHMARK OUT``: a normalised copy as a folder the Hub's dataset viewer shows.
 
-    lmms-spatial export osr_bench out/osr --demo           # the demo data; or the prepared copy (default),
-    hf upload <org>/osr-bench out/osr --repo-type dataset  # a local copy (--data) or a local release (--release)
-    export LMMS_SPATIAL_OSR_REPO=<org>/osr-bench           # the tasks then read it as published
+    lmms-spatial export <key> out/copy --demo              # the demo data; or the prepared copy (default),
+    hf upload <org>/<name> out/copy --repo-type dataset    # a local copy (--data) or a local release (--release)
+    export LMMS_SPATIAL_<NAME>_REPO=<org>/<name>           # the tasks then read it as published
 
 OUT holds, per config and split of the benchmark's hub card, parquet shards
 (``<config or data>/<split>-00000-of-0000N.parquet``) with every image embedded as an ``Image``
@@ -776,7 +776,7 @@ def _prepared(bench: Benchmark) -> tuple[Path, Origin]:
         path = Path(next(iter(source.kwargs["data_files"].values())))
     elif source.local:
         path = Path(source.path)
-    else:  # read as published (MMSI-Bench, a published copy): the snapshot, downloaded now
+    else:  # read as published (a release in the normalised layout, a published copy): the snapshot, downloaded now
         remote = published_benchmark(bench) or bench
         path = fetch_release(remote, revision_of(remote))
     return path, origin_of(path, bench.key)

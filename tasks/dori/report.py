@@ -8,7 +8,7 @@ in ``tasks/dori/published.json``.
 from __future__ import annotations
 
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
-from lmms_spatial.reports.citations import Citation
+from lmms_spatial.reports.citations import Citation, read_bibtex
 from lmms_spatial.reports.plots import Scatter
 from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import Column, Layout, Leaf, Mean, Spec
@@ -19,14 +19,7 @@ CITATION = Citation(
     "Tasnim et al., 2025",
     "Right Side Up? Disentangling Orientation Understanding in MLLMs with Fine-grained Multi-axis Perception Tasks",
     "2505.21649",
-    """@article{tasnim2025dori,
-  title   = {Right Side Up? Disentangling Orientation Understanding in {MLLMs} with Fine-grained Multi-axis
-             Perception Tasks},
-  author  = {Tasnim, Nazia and Nichols, Keanu and Yang, Yuting and Ikechukwu, Nicholas and Zou, Elva
-             and Ghadiyaram, Deepti and Plummer, Bryan A.},
-  journal = {arXiv preprint arXiv:2505.21649},
-  year    = {2025}
-}""",
+    read_bibtex(__file__),  # CITATION.bib beside this file: the one copy (tests/reports/test_citations_once.py)
 )
 
 SCATTERS = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lmms_spatial.metrics.mmsi import CATEGORIES
-from lmms_spatial.reports.citations import Citation
+from lmms_spatial.reports.citations import Citation, read_bibtex
 from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import Column, Layout, Leaf
 
@@ -18,15 +18,7 @@ CITATION = Citation(
     "Yang et al., ICLR 2026",
     "MMSI-Bench: A Benchmark for Multi-Image Spatial Intelligence",
     "2505.23764",
-    """@inproceedings{yang2025mmsibench,
-  title     = {{MMSI-Bench}: A Benchmark for Multi-Image Spatial Intelligence},
-  author    = {Yang, Sihan and Xu, Runsen and Xie, Yiman and Yang, Sizhe and Li, Mo and Lin, Jingli and Zhu, Chenming
-               and Chen, Xiaochen and Duan, Haodong and Yue, Xiangyu and Lin, Dahua and Wang, Tai and Pang, Jiangmiao},
-  booktitle = {International Conference on Learning Representations (ICLR)},
-  year      = {2026},
-  eprint    = {2505.23764},
-  archivePrefix = {arXiv}
-}""",
+    read_bibtex(__file__),  # CITATION.bib beside this file: the one copy (tests/reports/test_citations_once.py)
 )
 
 _SHORT = {
