@@ -34,6 +34,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -210,21 +211,6 @@ def _cmd_card(args: argparse.Namespace) -> int:
     return status
 
 
-def _cmd_dori_report(args: argparse.Namespace) -> int:
-    from lmms_spatial.tasks.dori.patterns import build_report, render_report
-
-    try:
-        report = build_report(args.runs)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"dori-report: {exc}", file=sys.stderr)
-        return 1
-    print(render_report(report))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2, sort_keys=True))
-        print(f"written: {args.json}")
-    return 0
-
-
 def _cmd_new_task(args: argparse.Namespace) -> int:
     from lmms_spatial.scaffold import ScaffoldError, next_steps, scaffold, tree
 
@@ -342,10 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
         "else the installed package's cards)",
     )  # fmt: skip
     card.set_defaults(func=_cmd_card)
-    dori = sub.add_parser("dori-report", help="DORI tables, soft accuracy and error analysis from samples files")
-    dori.add_argument("runs", nargs="+", help="output folders (or samples files) of finished dori runs")
-    dori.add_argument("--json", help="also write the report as JSON here")
-    dori.set_defaults(func=_cmd_dori_report)
+    # a benchmark's own commands (tasks/<key>/commands.py: add_commands(sub)), found by file name
+    from lmms_spatial.paths import benchmark_modules
+
+    for module in benchmark_modules("commands").values():
+        importlib.import_module(module).add_commands(sub)
     rep = sub.add_parser("report", help="the papers' tables (with published rows), CIs, analyses and plots")
     rep.add_argument("results", nargs="+", help="output folders or *_results.json files of finished runs")
     rep.add_argument("--format", default="md,csv,latex", help="comma-separated: md, csv, latex (default: all)")
