@@ -116,3 +116,22 @@ def test_mmsi_s_schema_keeps_the_release_s_descriptive_columns():
     columns = list(registry.features("mmsi"))
     assert columns[:6] == ["id", "images", "question_type", "question", "answer", "thought"]
     assert {"mean_normed_duration_seconds", "difficulty"} <= set(columns)
+
+
+def test_a_demo_builder_in_a_folder_without_a_declaration_names_both_files(tmp_path, monkeypatch):
+    import lmms_spatial.data.demo as demo
+    import lmms_spatial.tasks as tasks_pkg
+
+    monkeypatch.setattr(tasks_pkg, "__path__", [*tasks_pkg.__path__, str(tmp_path)])
+    (tmp_path / "zz_orphan").mkdir()
+    (tmp_path / "zz_orphan" / "__init__.py").write_text("")
+    (tmp_path / "zz_orphan" / "demo.py").write_text(
+        "DEMO_TASKS = ['zz_orphan']\n\n\ndef build(out, n=4):\n    return out\n"
+    )
+    try:
+        with pytest.raises(ValueError, match=r"tasks/zz_orphan/demo\.py builds demo data for 'zz_orphan', which is "
+                           r"not a registered benchmark: declare it in tasks/zz_orphan/declaration\.py"):  # fmt: skip
+            demo._discover_demo_modules()
+    finally:
+        sys.modules.pop("lmms_spatial.tasks.zz_orphan.demo", None)
+        sys.modules.pop("lmms_spatial.tasks.zz_orphan", None)
