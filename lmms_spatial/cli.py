@@ -113,7 +113,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 1
     status = _cmd_report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex",
                                             out=str(work / "report"), labels=None, seed=0, no_plots=False, quiet=True,
-                                            judge_analyses=False))  # fmt: skip
+                                            diagnose_mmsi=False))  # fmt: skip
     if status:
         return status
     from lmms_spatial.data.registry import BENCHMARKS
