@@ -34,6 +34,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -153,7 +154,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return 1
     labels = args.labels.split(",") if args.labels else None
     try:
-        report = build(args.results, labels=labels, seed=args.seed, diagnose_mmsi=args.diagnose_mmsi)
+        report = build(args.results, labels=labels, seed=args.seed, judge_analyses=args.diagnose_mmsi)
     except (FileNotFoundError, ValueError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 1
@@ -208,21 +209,6 @@ def _cmd_card(args: argparse.Namespace) -> int:
         else:
             print(f"{where}: {'features written from features()' if differed else 'features match features()'}")
     return status
-
-
-def _cmd_dori_report(args: argparse.Namespace) -> int:
-    from lmms_spatial.reports.dori import build_report, render_report
-
-    try:
-        report = build_report(args.runs)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"dori-report: {exc}", file=sys.stderr)
-        return 1
-    print(render_report(report))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2, sort_keys=True))
-        print(f"written: {args.json}")
-    return 0
 
 
 def _cmd_new_task(args: argparse.Namespace) -> int:
@@ -327,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fixture",
         help="build benchmarks' synthetic fixture data in a folder and print the export lines for the real CLI",
     )
-    fixture.add_argument("benchmarks", nargs="+", help="benchmark keys (lmms_spatial/data/demo/<key>.py)")
+    fixture.add_argument("benchmarks", nargs="+", help="benchmark keys (tasks/<key>/demo.py)")
     fixture.add_argument("--out", default="fixtures", help="folder to build into, one subfolder per benchmark")
     fixture.add_argument("-n", type=int, default=None, help="items per builder (default: the builder's own)")
     fixture.set_defaults(func=_cmd_fixture)
@@ -342,10 +328,11 @@ def build_parser() -> argparse.ArgumentParser:
         "else the installed package's cards)",
     )  # fmt: skip
     card.set_defaults(func=_cmd_card)
-    dori = sub.add_parser("dori-report", help="DORI tables, soft accuracy and error analysis from samples files")
-    dori.add_argument("runs", nargs="+", help="output folders (or samples files) of finished dori runs")
-    dori.add_argument("--json", help="also write the report as JSON here")
-    dori.set_defaults(func=_cmd_dori_report)
+    # a benchmark's own commands (tasks/<key>/commands.py: add_commands(sub)), found by file name
+    from lmms_spatial.paths import benchmark_modules
+
+    for module in benchmark_modules("commands").values():
+        importlib.import_module(module).add_commands(sub)
     rep = sub.add_parser("report", help="the papers' tables (with published rows), CIs, analyses and plots")
     rep.add_argument("results", nargs="+", help="output folders or *_results.json files of finished runs")
     rep.add_argument("--format", default="md,csv,latex", help="comma-separated: md, csv, latex (default: all)")

@@ -35,19 +35,18 @@ mean and is counted in ``judge_unparsed`` (NaN when no verdict could be read).
 
 Option anchoring (App. D.1.3): for one model run in both settings, the share of questions
 answered right open-ended but wrong close-ended ("option anchoring bias") and the reverse,
-computed from the two runs' samples files (:func:`option_anchoring`, CLI below)::
+computed from the two runs' samples files (:func:`option_anchoring`; the command line is the benchmark's,
+``tasks/odi_bench/anchoring.py``)::
 
-    python -m lmms_spatial.metrics.odi_bench anchoring CLOSE_RUN OPEN_RUN [--open-threshold 1.0] [--json out.json]
+    python -m lmms_spatial.tasks.odi_bench.anchoring anchoring CLOSE_RUN OPEN_RUN [--open-threshold 1] [--json a.json]
 
 where each RUN is a samples ``.jsonl`` file or a folder searched for ``*_samples_odi_bench_*``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -302,37 +301,3 @@ def format_anchoring(result: Mapping[str, Any]) -> str:
         f"verdict, {result['only_close']} only close-ended, {result['only_open']} only open-ended)"
     )
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m lmms_spatial.metrics.odi_bench", description=__doc__.split("\n")[0]
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    anchoring = sub.add_parser("anchoring", help="option anchoring shares from a close and an open run")
-    anchoring.add_argument("close_run", help="samples file or output folder of the close-ended run")
-    anchoring.add_argument("open_run", help="samples file or output folder of the open-ended run")
-    anchoring.add_argument("--open-threshold", type=float, default=1.0, help="judge score that counts as right")
-    anchoring.add_argument("--json", help="also write the result as JSON here")
-    table = sub.add_parser("table", help="Table 2/3 row (Overall, General, Spatial, tasks) from a run's samples")
-    table.add_argument("run", help="output folder of a run")
-    table.add_argument("--setting", choices=SETTINGS, default="close")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "anchoring":
-            result = anchoring_from_runs(args.close_run, args.open_run, args.open_threshold)
-            print(format_anchoring(result))
-            if args.json:
-                Path(args.json).write_text(json.dumps(result, indent=2, sort_keys=True))
-            return 0
-        metric = "judge_score" if args.setting == "open" else "accuracy"
-        records = read_records(_samples_files(Path(args.run), args.setting), metric)
-        print(format_table(summarise(records), label=f"{Path(args.run).name} ({args.setting})"))
-        return 0
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"odi_bench: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

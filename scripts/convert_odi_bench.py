@@ -1,6 +1,6 @@
 """Thin wrapper: the converter lives in the package (``lmms-spatial convert odi_bench --help``)."""
 
-from lmms_spatial.data.convert.odi_bench import main
+from lmms_spatial.tasks.odi_bench.convert import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

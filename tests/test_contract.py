@@ -2,9 +2,9 @@
 
 Every check is parametrized by benchmark key, so ``pytest tests/test_contract.py -k <key>`` runs
 only that benchmark's (its fixture is the only one built). Conventions: ``tasks/<key>/`` holds the
-YAMLs, ``lmms_spatial/data/registry/<key>.py`` the benchmark and its ``features()``,
-``lmms_spatial/data/demo/<key>.py`` the fixture builder and the tasks the demo runs,
-``hub_cards/<key>/README.md`` the card, and ``lmms_spatial/reports/layouts/<key>.py`` (optional)
+YAMLs, ``tasks/<key>/declaration.py`` the benchmark and its ``features()``,
+``tasks/<key>/demo.py`` the fixture builder and the tasks the demo runs,
+``hub_cards/<key>/README.md`` the card, and ``tasks/<key>/report.py`` (optional)
 the report's tables.
 """
 
@@ -40,11 +40,11 @@ def _card_front(key: str) -> dict:
 
 @pytest.mark.parametrize("key", KEYS)
 def test_every_task_folder_is_a_registered_benchmark_with_a_fixture_schema_and_card(key):
-    assert key in BENCHMARKS, f"declare it in lmms_spatial/data/registry/{key}.py (BENCHMARK = Benchmark(...))"
-    assert key in DEMO_BENCHMARKS, f"lmms_spatial/data/demo/{key}.py needs build() and DEMO_TASKS"
+    assert key in BENCHMARKS, f"declare it in tasks/{key}/declaration.py (BENCHMARK = Benchmark(...))"
+    assert key in DEMO_BENCHMARKS, f"tasks/{key}/demo.py needs build() and DEMO_TASKS"
     from lmms_spatial.data.registry import features
 
-    assert isinstance(features(key), datasets.Features), f"lmms_spatial/data/registry/{key}.py: features()"
+    assert isinstance(features(key), datasets.Features), f"tasks/{key}/declaration.py: features()"
     assert (REPO / "hub_cards" / key / "README.md").is_file(), f"hub_cards/{key}/README.md"
 
 
@@ -54,7 +54,7 @@ def test_every_task_of_the_folder_runs_in_the_demo(key):
 
     leaves = set(task_metrics(Path(tasks_dir(), key)))
     assert leaves, f"tasks/{key}/ declares no task with a metric_list"
-    assert leaves <= set(DEMO_BENCHMARKS[key][1]), f"add them to DEMO_TASKS in lmms_spatial/data/demo/{key}.py"
+    assert leaves <= set(DEMO_BENCHMARKS[key][1]), f"add them to DEMO_TASKS in tasks/{key}/demo.py"
 
 
 def _declared_names(key: str) -> set[str]:
@@ -305,8 +305,8 @@ def _no_network(*args, **kwargs):
 socket.socket.connect = _no_network
 socket.create_connection = _no_network
 threads = threading.active_count()
-for module in ("lmms_spatial.metrics.{key}", "lmms_spatial.tasks.{key}.adapter", "lmms_spatial.data.registry.{key}",
-               "lmms_spatial.data.demo.{key}", "lmms_spatial.data.convert.{key}", "lmms_spatial.reports.layouts.{key}"):
+for module in ("lmms_spatial.metrics.{key}", "lmms_spatial.tasks.{key}.adapter", "lmms_spatial.tasks.{key}.declaration",
+               "lmms_spatial.tasks.{key}.demo", "lmms_spatial.tasks.{key}.convert", "lmms_spatial.tasks.{key}.report"):
     if importlib.util.find_spec(module) is not None:
         importlib.import_module(module)
 import lmms_spatial.data.demo
@@ -322,7 +322,7 @@ print(json.dumps({{"threads": threading.active_count() - threads, "heavy": heavy
 
 @pytest.mark.parametrize("key", KEYS)
 def test_the_report_has_tables_for_the_benchmark_s_own_tasks(key):
-    """Declared in lmms_spatial/reports/layouts/<key>.py, or one per task from the YAMLs; never another's tasks."""
+    """Declared in tasks/<key>/report.py, or one per task from the YAMLs; never another's tasks."""
     from lmms_spatial.reports.layouts import benchmark_reports
 
     part = benchmark_reports()[key]

@@ -174,6 +174,32 @@ def test_nothing_below_the_plugin_imports_it():
     assert _upward(_graph(_sources())) == {}
 
 
+def _benchmark_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """{module of lmms_spatial/: the modules of a benchmark's folder (``lmms_spatial.tasks.<key>...``) it imports by
+    name}, for those that import any. The measuring tools (``lmms_spatial.bench``) measure named benchmarks on
+    purpose and are left out; ``tasks/`` and ``metrics/`` are the benchmarks' own."""
+    ours = ("lmms_spatial.tasks", "lmms_spatial.metrics", "lmms_spatial.bench")
+    found = {
+        name: sorted(t for t in targets if t.startswith("lmms_spatial.tasks."))
+        for name, targets in graph.items()
+        if name.startswith("lmms_spatial.") and not name.startswith(ours)
+    }
+    return {name: targets for name, targets in found.items() if targets}
+
+
+def test_nothing_in_the_package_imports_a_benchmark_s_module_by_name():
+    """One benchmark, one folder (issue 43): the registry, converters, demo, report and CLI find a benchmark's
+    modules by file name (``lmms_spatial.paths.benchmark_modules``), so adding or removing one edits no shared file."""
+    assert _benchmark_imports(_graph(_sources())) == {}
+
+
+def test_a_benchmark_module_imported_by_name_is_found():
+    # what cli.py did before the move: import DORI's analysis for its dori-report command
+    added = "def _cmd():\n    from lmms_spatial.tasks.dori.patterns import build_report\n"
+    graph = _graph(_with(_sources(), "lmms_spatial.cli", added))
+    assert _benchmark_imports(graph) == {"lmms_spatial.cli": ["lmms_spatial.tasks.dori.patterns"]}
+
+
 def test_the_graph_holds_the_imports_inside_functions_and_every_layer_of_the_package():
     graph = _graph(_sources())
     # top level: the plugin's wrappers read the run's state

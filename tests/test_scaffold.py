@@ -33,10 +33,10 @@ EXPECTED_FILES = {
     f"tasks/{NAME}/adapter.py",
     f"metrics/{NAME}.py",
     f"hub_cards/{NAME}/README.md",
-    f"lmms_spatial/data/convert/{NAME}.py",
-    f"lmms_spatial/data/demo/{NAME}.py",
-    f"lmms_spatial/data/registry/{NAME}.py",
-    f"lmms_spatial/reports/layouts/{NAME}.py",
+    f"tasks/{NAME}/convert.py",
+    f"tasks/{NAME}/demo.py",
+    f"tasks/{NAME}/declaration.py",
+    f"tasks/{NAME}/report.py",
     f"tests/metrics/test_{NAME}.py",
     f"tests/scripts/test_convert_{NAME}.py",
     f"tests/e2e/test_{NAME}_cli.py",
@@ -53,7 +53,7 @@ def _ruff() -> str | None:
 
 
 def _fake_repo(root: Path) -> Path:
-    for folder in ("tasks", "metrics", "lmms_spatial/data/demo", "tests"):
+    for folder in ("tasks", "metrics", "lmms_spatial", "tests"):
         (root / folder).mkdir(parents=True)
     return root
 
@@ -117,10 +117,10 @@ def test_any_title_is_quoted_where_it_appears(title):
     import yaml
 
     files = render(NAME, title=title)
-    layout = ast.parse(files[f"lmms_spatial/reports/layouts/{NAME}.py"])
+    layout = ast.parse(files[f"tasks/{NAME}/report.py"])
     assigned = {n.targets[0].id: n.value for n in layout.body if isinstance(n, ast.Assign)}
     assert ast.literal_eval(assigned["TITLE"]) == title
-    for rel in (f"metrics/{NAME}.py", f"lmms_spatial/data/registry/{NAME}.py", f"tasks/{NAME}/adapter.py"):
+    for rel in (f"metrics/{NAME}.py", f"tasks/{NAME}/declaration.py", f"tasks/{NAME}/adapter.py"):
         assert ast.get_docstring(ast.parse(files[rel])).startswith(title), rel
     front = yaml.safe_load(files[f"hub_cards/{NAME}/README.md"].split("---\n")[1])
     assert front["pretty_name"] == f"{title} (normalised layout read by lmms-spatial)"
@@ -141,7 +141,7 @@ def test_the_scaffold_names_its_converter_and_its_card_is_what_lmms_spatial_card
     from lmms_spatial.data.cards import read_card, render_card
 
     files = render(NAME, title="Zed's Bench")
-    assert f'converter="{NAME}",' in files[f"lmms_spatial/data/registry/{NAME}.py"]
+    assert f'converter="{NAME}",' in files[f"tasks/{NAME}/declaration.py"]
     card = tmp_path / "README.md"
     card.write_text(files[f"hub_cards/{NAME}/README.md"])
     assert render_card(read_card(card)) == card.read_text()  # `lmms-spatial card` would change no byte

@@ -149,20 +149,20 @@ GROUPS = (
     # group per converter, each against its own test files (a mutant runs only the tests that reach it)
     Group(
         "convert_osr_bench",
-        ("lmms_spatial/data/convert/osr_bench.py",),
+        ("tasks/osr_bench/convert.py",),
         ("tests/scripts/test_convert_osr_bench.py", "tests/scripts/test_convert_osr_bench_edges.py"),
     ),
     Group(
         "convert_mmperspective",
-        ("lmms_spatial/data/convert/mmperspective.py",),
+        ("tasks/mmperspective/convert.py",),
         ("tests/scripts/test_convert_mmperspective.py", "tests/scripts/test_convert_mmperspective_edges.py"),
     ),
     Group(
         "convert_dori",
-        ("lmms_spatial/data/convert/dori.py",),
+        ("tasks/dori/convert.py",),
         ("tests/scripts/test_convert_dori.py", "tests/scripts/test_convert_dori_edges.py"),
     ),
-    # the ODI-Bench converter (lmms_spatial/data/convert/odi_bench.py) joins when a whole run of it passes: its tests
+    # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
 

@@ -48,7 +48,7 @@ def build(out_dir: Path, width: int, height: int, fmt: str) -> Path:
     import datasets
 
     from lmms_spatial.data.demo.erp import draw_object, draw_sign, erp_canvas
-    from lmms_spatial.data.registry.odi_bench import features
+    from lmms_spatial.tasks.odi_bench.declaration import features
 
     image, draw = erp_canvas(width, height)
     size = height / 14

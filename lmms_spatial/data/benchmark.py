@@ -19,10 +19,13 @@ class Benchmark:
     # key in lmms_spatial.data.convert.CONVERTERS ("" = none)
     converter: str = ""
     # what of the release to download (None: everything), and the revision used unless
-    # LMMS_SPATIAL_<NAME>_REVISION says otherwise: a commit where one was checked (MMSI-Bench), else
+    # LMMS_SPATIAL_<NAME>_REVISION says otherwise: a commit where one was checked, else
     # "main" (the prepared copy is keyed by the commit it was made from either way)
     allow_patterns: tuple[str, ...] | None = None
     revision: str = "main"
+    # run options (environment variables) that are seeds, not conditions: a report pools runs that differ only in
+    # them as seeds of one model (e.g. an option-order seed), and names the seed by their values
+    seed_options: tuple[str, ...] = ()
 
     @property
     def revision_var(self) -> str:

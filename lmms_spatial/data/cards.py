@@ -5,7 +5,7 @@ the layout at run time (export, the column mapping's validation) reads it here r
 copy; cards ship as package data (``lmms_spatial.hub_cards``).
 
 The columns of a benchmark's rows are declared once, by ``features()`` in
-``lmms_spatial/data/registry/<key>.py``; converters and fixtures write them, and ``lmms-spatial card <key>``
+``tasks/<key>/declaration.py``; converters and fixtures write them, and ``lmms-spatial card <key>``
 writes them into the YAML front matter of ``hub_cards/<key>/README.md`` (every config's ``dataset_info``),
 leaving the rest of the card as it is. ``--check`` only compares (the contract test does the same):
 renaming a column is one edit in ``features()`` plus one command. The front matter is written the way

@@ -1,11 +1,11 @@
 """A column/key mapping for a release whose names changed: the user finishes the conversion, not us.
 
-DORI's file list and ODI-Bench's record keys could not be verified, so a release may name a
+Some releases' file lists and record keys could not be verified, so a release may name a
 column otherwise than any spelling its converter accepts. Instead of waiting for a new version,
 the user says which release column holds which field of the normalised layout::
 
-    lmms-spatial convert dori DORI-Benchmark/ out/ --map question=query,answer=correct_option
-    export LMMS_SPATIAL_DORI_MAP=question=query,answer=correct_option   # automatic preparation
+    lmms-spatial convert <key> RELEASE/ out/ --map question=query,answer=correct_option
+    export LMMS_SPATIAL_<NAME>_MAP=question=query,answer=correct_option   # automatic preparation
 
 ``FIELD`` is a column of the benchmark's normalised layout (its hub card) that the converter
 reads from the release (the converter's ``SPELLINGS``); ``COLUMN`` is the name in the release.

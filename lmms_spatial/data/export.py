@@ -1,8 +1,8 @@
 """``lmms-spatial export BENCHMARK OUT``: a normalised copy as a folder the Hub's dataset viewer shows.
 
-    lmms-spatial export osr_bench out/osr --demo           # the demo data; or the prepared copy (default),
-    hf upload <org>/osr-bench out/osr --repo-type dataset  # a local copy (--data) or a local release (--release)
-    export LMMS_SPATIAL_OSR_REPO=<org>/osr-bench           # the tasks then read it as published
+    lmms-spatial export <key> out/copy --demo              # the demo data; or the prepared copy (default),
+    hf upload <org>/<name> out/copy --repo-type dataset    # a local copy (--data) or a local release (--release)
+    export LMMS_SPATIAL_<NAME>_REPO=<org>/<name>           # the tasks then read it as published
 
 OUT holds, per config and split of the benchmark's hub card, parquet shards
 (``<config or data>/<split>-00000-of-0000N.parquet``) with every image embedded as an ``Image``
@@ -132,7 +132,7 @@ def origin_of(path: Path, key: str) -> Origin:
     path = Path(path).absolute()
     if fixture_of(path):
         return Origin(
-            how=f"synthetic demo data drawn by lmms-spatial's fixture builder (`lmms_spatial/data/demo/{key}.py`)",
+            how=f"synthetic demo data drawn by lmms-spatial's fixture builder (`tasks/{key}/demo.py`)",
             synthetic=True,
         )
     for folder in (path, *path.parents):
@@ -503,7 +503,7 @@ def write_card(
     if origin.synthetic:
         lines += [
             f"**Synthetic demo data, not the {name} release.** Every row of this copy was drawn by lmms-spatial's "
-            f"fixture builder (`lmms_spatial/data/demo/{bench.key}.py`) to exercise the layout: no image or question "
+            f"fixture builder (`tasks/{bench.key}/demo.py`) to exercise the layout: no image or question "
             "comes from the benchmark, a score on it measures nothing, and no licence of the release applies to it "
             "or is claimed for it. The rest of this card describes the real benchmark's layout and release.",
             "",
@@ -776,7 +776,7 @@ def _prepared(bench: Benchmark) -> tuple[Path, Origin]:
         path = Path(next(iter(source.kwargs["data_files"].values())))
     elif source.local:
         path = Path(source.path)
-    else:  # read as published (MMSI-Bench, a published copy): the snapshot, downloaded now
+    else:  # read as published (a release in the normalised layout, a published copy): the snapshot, downloaded now
         remote = published_benchmark(bench) or bench
         path = fetch_release(remote, revision_of(remote))
     return path, origin_of(path, bench.key)

@@ -1,6 +1,6 @@
 """From a benchmark's published Hub release to the layout its tasks read, with no manual step.
 
-Resolution, for a benchmark whose release must be converted (DORI, ODI-Bench, OSR-Bench):
+Resolution, for a benchmark whose release must be converted (its declaration's ``hub_is_normalised=False``):
 
 1. ``LMMS_SPATIAL_<NAME>_PATH`` (a local normalised copy) wins; that is ``sources.dataset_source``.
 2. The release at ``LMMS_SPATIAL_<NAME>_REVISION`` (default: the benchmark's pinned revision) is

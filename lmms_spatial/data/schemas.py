@@ -1,20 +1,20 @@
-"""Old names of the normalised schemas, kept so existing imports keep working.
+"""Old names of the normalised schemas (``<NAME>_FEATURES``), kept so existing imports keep working.
 
-The one schema source is each benchmark's registry module (``lmms_spatial/data/registry/<key>.py``,
+The one schema source is each benchmark's declaration (``tasks/<key>/declaration.py``,
 ``features()``; read through :func:`lmms_spatial.data.registry.features`). New code reads it there;
-these names are computed from it on first use, never written twice.
+these names are computed from it on first use, never written twice: ``<NAME>`` is the middle of the
+benchmark's environment variable (``LMMS_SPATIAL_<NAME>_PATH``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-_KEYS = {"MMSI_FEATURES": "mmsi", "DORI_FEATURES": "dori", "OSR_FEATURES": "osr_bench", "ODI_FEATURES": "odi_bench"}
-
 
 def __getattr__(name: str) -> Any:
-    if name not in _KEYS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from lmms_spatial.data.registry import features
+    from lmms_spatial.data.registry import BENCHMARKS, features
 
-    return features(_KEYS[name])
+    for key, bench in BENCHMARKS.items():
+        if name == bench.env_var.removeprefix("LMMS_SPATIAL_").removesuffix("_PATH") + "_FEATURES":
+            return features(key)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

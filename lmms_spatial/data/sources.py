@@ -3,8 +3,8 @@
 Resolved when a task's documents are loaded (:mod:`lmms_spatial.data.loading`), never when a YAML
 is read, so users can run offline and point a task at their own copy::
 
-    export LMMS_SPATIAL_MMSI_PATH=/data/MMSI-Bench        # a folder of parquet files
-    export LMMS_SPATIAL_MMSI_PATH=/data/mmsi/test.parquet # or a single file
+    export LMMS_SPATIAL_<NAME>_PATH=/data/<name>              # a folder of parquet files
+    export LMMS_SPATIAL_<NAME>_PATH=/data/<name>/test.parquet # or a single file
 
 A folder is handed to ``datasets.load_dataset`` as is (a Hub snapshot, or our normalised
 layout with ``test*.parquet`` / ``data/test-*.parquet``); a single file is loaded as the
@@ -37,7 +37,7 @@ from lmms_spatial.data.hub_cache import (  # noqa: F401  (DataUnavailable, hf_ho
 )
 from lmms_spatial.data.prepare import cached_snapshot, prepare, revision_of
 from lmms_spatial.data.published import published_benchmark
-from lmms_spatial.data.registry import BENCHMARKS, MMSI_REVISION  # noqa: F401  (MMSI_REVISION: re-exported)
+from lmms_spatial.data.registry import BENCHMARKS
 
 _BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv", ".arrow": "arrow"}
 

@@ -23,20 +23,17 @@ Each document's ERP is decoded once (by the task's ``doc_to_messages``), and its
 are rendered by one :class:`~lmms_spatial.data.projection.ErpProjector`. Every intermediate step
 is recorded per document (:func:`lmms_spatial.models.stages.record_artifact`, stage
 ``omni_cot``) and logged by ODI-Bench's ``process_results`` as ``record["omni_cot"]``; replay
-restores it. ``python -m lmms_spatial.models.omni_cot report RUN_DIR`` prints the crop filter
-ratio per task (Table 10). Options and prompts: ``docs/omni_cot.md``.
+restores it. ``python -m lmms_spatial.tasks.odi_bench.omni_cot_table report RUN_DIR`` (the
+benchmark's table, in its folder) prints the crop filter ratio per task (Table 10). Options and
+prompts: ``docs/omni_cot.md``.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import re
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lmms_eval.api.instance import Instance
@@ -509,81 +506,3 @@ class OmniCoT(Staged):
             answers += finals
         logger.info(f"omni_cot ({o.method}): {self.calls}")
         return answers
-
-
-# ---------------------------------------------------------------------------------------
-# reports: crop filter ratio per task (Table 10)
-# ---------------------------------------------------------------------------------------
-
-
-def artifacts_in_samples(paths: Iterable[Path | str]) -> dict[str, list[dict[str, Any]]]:
-    """{task: Omni-CoT artefacts} from lmms-eval samples files (or folders searched for them)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for root in map(Path, paths):
-        files = [root] if root.is_file() else sorted(root.rglob("*_samples_*.jsonl"))
-        for f in files:
-            task = f.name.split("_samples_", 1)[1][: -len(".jsonl")]
-            for line in f.read_text(encoding="utf-8").splitlines():
-                if not line.strip():
-                    continue
-                sample = json.loads(line)
-                found = next(
-                    (v[ARTIFACT] for v in sample.values() if isinstance(v, dict) and isinstance(v.get(ARTIFACT), dict)),
-                    None,
-                )
-                if found is not None:
-                    out.setdefault(task, []).append(found)
-    return out
-
-
-def filter_ratio(artifacts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Crops grounded, kept and dropped by the relevance filter; ``filter_ratio`` = dropped / grounded."""
-    arts = list(artifacts)
-    grounded = sum(len(a.get("crops") or []) for a in arts)
-    dropped = sum(int(a.get("crops_dropped") or 0) for a in arts)
-    return {
-        "documents": len(arts),
-        "crops": grounded,
-        "kept": grounded - dropped,
-        "dropped": dropped,
-        "filter_ratio": dropped / grounded if grounded else float("nan"),
-        "refined": sum(1 for a in arts if a.get("refined")),
-        "changed": sum(1 for a in arts if a.get("first_answer") != a.get("final_answer")),
-    }
-
-
-def format_report(by_task: Mapping[str, Iterable[Mapping[str, Any]]]) -> str:
-    rows = ["| task | docs | crops | kept | dropped | filter ratio | refined | answer changed |", "|---" * 8 + "|"]
-    everything: list[Mapping[str, Any]] = []
-    for task in sorted(by_task):
-        arts = list(by_task[task])
-        everything += arts
-        r = filter_ratio(arts)
-        rows.append(
-            f"| {task} | {r['documents']} | {r['crops']} | {r['kept']} | {r['dropped']} | "
-            f"{100 * r['filter_ratio']:.2f}% | {r['refined']} | {r['changed']} |"
-        )
-    r = filter_ratio(everything)
-    rows.append(
-        f"| all | {r['documents']} | {r['crops']} | {r['kept']} | {r['dropped']} | "
-        f"{100 * r['filter_ratio']:.2f}% | {r['refined']} | {r['changed']} |"
-    )
-    return "\n".join(rows)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lmms_spatial.models.omni_cot")
-    sub = parser.add_subparsers(dest="command", required=True)
-    report = sub.add_parser("report", help="crop filter ratio per task (Table 10) from samples files")
-    report.add_argument("paths", nargs="+", help="samples .jsonl files or run folders")
-    args = parser.parse_args(argv)
-    found = artifacts_in_samples(args.paths)
-    if not found:
-        print("no Omni-CoT artefacts found (run with --model omni_cot --log_samples)", file=sys.stderr)
-        return 1
-    print(format_report(found))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Published rows of each paper's tables, bundled as JSON (``references/<benchmark>.json``).
+"""Published rows of each paper's tables, bundled as JSON in the benchmark's folder (``tasks/<key>/published.json``).
 
 Transcribed from the seed texts (``/work/shared/seeds``): every table records its number, the
 seed file, its columns (our metric keys) and the rows that could be read unambiguously; rows
@@ -17,7 +17,7 @@ from typing import Any
 @cache
 def load(benchmark: str) -> dict[str, Any]:
     """The reference file of one benchmark: {benchmark, paper, source, tables: [...]}."""
-    text = resources.files("lmms_spatial.reports").joinpath("references", f"{benchmark}.json").read_text("utf-8")
+    text = resources.files("lmms_spatial.tasks").joinpath(benchmark, "published.json").read_text("utf-8")
     return json.loads(text)
 
 

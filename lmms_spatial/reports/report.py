@@ -1,15 +1,12 @@
 """``lmms-spatial report RESULTS [...]``: the papers' tables for your runs, next to the published rows.
 
-For every benchmark found in the results: the paper's table layout (ODI-Bench Tables 2/3 per
-setting, DORI Table 2 with soft accuracy, MMPerspective Table 1, OSR-Bench Tables 2-5,
-MMSI-Bench overall + categories + circular), the runs' rows with bootstrap 95% CIs (several
-seeds of one model: mean ± std/sqrt(n)), unparsed rate and chance level, then the published
-rows (``references/*.json``). Plus analyses from the samples files (DORI error patterns and
-compound decomposition, ODI-Bench option anchoring; with ``--diagnose-mmsi`` the MMSI-Bench
-error diagnosis by failure mode and reasoning accuracy, via the judge) and PNG plots.
+For every benchmark found in the results: the paper's table layouts, the runs' rows with
+bootstrap 95% CIs (several seeds of one model: mean ± std/sqrt(n)), unparsed rate and chance
+level, then the published rows (``tasks/<key>/published.json``). Plus each benchmark's analyses
+from the samples files (those that ask the LLM judge only when the user allows it) and PNG plots.
 
 What each benchmark contributes (tables, citation, analyses, plots) is declared by its own module,
-``lmms_spatial/reports/layouts/<key>.py``; a benchmark without one gets a table per task from its
+``tasks/<key>/report.py``; a benchmark without one gets a table per task from its
 YAML's ``metric_list`` (:mod:`lmms_spatial.reports.layouts`). This module only assembles them.
 """
 
@@ -47,20 +44,20 @@ def build_tables(runs: Sequence[Run], *, seed: int = SEED, ci: bool = True) -> l
     ]
 
 
-def analyses(runs: Sequence[Run], diagnose_mmsi: bool = False) -> list[str]:
+def analyses(runs: Sequence[Run], judge_analyses: bool = False) -> list[str]:
     """Each run's analyses from its samples files, as the benchmarks' report modules write them
-    (``diagnose_mmsi``: analyses that ask the LLM judge may run)."""
+    (``judge_analyses``: analyses that ask the LLM judge may run)."""
     writers = [r.analysis for r in benchmark_reports().values() if r.analysis is not None]
     out = []
     for run in progress(runs, total=len(runs), desc="report: analyses", unit="run"):
-        found = [text for write in writers if (text := write(run, diagnose_mmsi))]
+        found = [text for write in writers if (text := write(run, judge_analyses))]
         if found:
             out.append(f"#### {run.label} ({run.results_file.name})\n\n" + "\n\n".join(found))
     return out
 
 
 def build(
-    paths: Sequence[Path | str], labels: list[str] | None = None, seed: int = SEED, diagnose_mmsi: bool = False
+    paths: Sequence[Path | str], labels: list[str] | None = None, seed: int = SEED, judge_analyses: bool = False
 ) -> dict[str, Any]:
     """Every run read once (results, samples, conditions), runs given twice counted once, then the tables
     and analyses from those values."""
@@ -70,8 +67,8 @@ def build(
     return {
         "runs": runs,
         "tables": tables,
-        "analyses": analyses(runs, diagnose_mmsi),
-        "diagnosed_mmsi": diagnose_mmsi,
+        "analyses": analyses(runs, judge_analyses),
+        "judge_analyses": judge_analyses,
         "warnings": warnings,
     }
 
@@ -120,7 +117,7 @@ def markdown_report(report: dict[str, Any], plots: Sequence[Path] = ()) -> str:
     if report["analyses"]:
         lines += ["## Analyses (from samples files)", ""] + report["analyses"] + [""]
     for part in benchmark_reports().values():
-        line = part.hint(runs, bool(report.get("diagnosed_mmsi"))) if part.hint is not None else None
+        line = part.hint(runs, bool(report.get("judge_analyses"))) if part.hint is not None else None
         if line:
             lines += [line, ""]
     if plots:

@@ -27,6 +27,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,21 @@ from lmms_spatial.conditions import (
 _SEED_ARG = re.compile(r"(^|,)\s*seed\s*=\s*([^,]*)")
 JUDGE_METRICS = frozenset({"judge_score", "llm_accuracy"})  # metrics an LLM judge (or its fallback) scores
 _DROPPED = ("input", "doc", "arguments", "doc_hash", "token_counts")  # samples fields the report never reads
-_DORI_SEED = "LMMS_SPATIAL_DORI_SEED"  # a seed, not a condition: DORI runs of several option seeds pool
+
+
+@cache
+def _seed_options() -> frozenset[str]:
+    """Run options that are seeds, not conditions (each benchmark's ``seed_options`` in its declaration): runs of
+    several such seeds pool."""
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    return frozenset(option for bench in BENCHMARKS.values() for option in bench.seed_options)
+
+
+def _option_seed(options: Mapping[str, str]) -> str | None:
+    """The values of the seed options a task ran with (None: none set)."""
+    found = [options[k] for k in sorted(_seed_options()) if k in options]
+    return ",".join(found) if found else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -78,8 +93,8 @@ class TaskConditions:
         return dict(self.run_options or ())
 
     def comparable(self) -> tuple[Any, ...]:
-        """Everything that must be equal to pool two runs' task (DORI's option seed is a seed)."""
-        options = tuple((k, v) for k, v in self.options().items() if k != _DORI_SEED)
+        """Everything that must be equal to pool two runs' task (an option seed is a seed)."""
+        options = tuple((k, v) for k, v in self.options().items() if k not in _seed_options())
         return (self.documents, self.of, self.empty, self.judge.identity() if self.judge else None, self.map_source,
                 options, self.generation)  # fmt: skip
 
@@ -115,15 +130,15 @@ class Conditions:
 
     def seeds(self, tasks: Iterable[str]) -> tuple[Any, ...]:
         """What makes two runs of equal conditions different seeds."""
-        dori = sorted({self.task(t).options().get(_DORI_SEED) or "" for t in tasks if t in self.tasks})
+        option_seeds = sorted({_option_seed(self.task(t).options()) or "" for t in tasks if t in self.tasks})
         task_seeds = sorted({self.task(t).seed or "" for t in tasks if t in self.tasks})
-        return (self.seed, self.random_seed, tuple(task_seeds), tuple(dori))
+        return (self.seed, self.random_seed, tuple(task_seeds), tuple(option_seeds))
 
     def describe_seed(self, tasks: Iterable[str]) -> str:
         tasks = list(tasks)
-        dori = sorted({self.task(t).options().get(_DORI_SEED) for t in tasks if t in self.tasks} - {None})
-        if dori:
-            return f"option seed {', '.join(dori)}"
+        option_seeds = sorted({_option_seed(self.task(t).options()) for t in tasks if t in self.tasks} - {None})
+        if option_seeds:
+            return f"option seed {', '.join(option_seeds)}"
         if self.seed is not None:
             return f"seed={self.seed}"
         task_seeds = sorted({self.task(t).seed for t in tasks if t in self.tasks} - {None})
@@ -159,7 +174,7 @@ def describe_generation(items: Iterable[tuple[str, str]] | None) -> str:
 
 
 def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
-    """What keeps two runs apart, in words (``documents 3/12 vs 12/12 (odi_bench_close_ocr)``)."""
+    """What keeps two runs apart, in words (``documents 3/12 vs 12/12 (a_task)``)."""
     ca, cb = a.conditions, b.conditions
     out = []
     if a.labelled and b.labelled and a.label != b.label:
@@ -190,7 +205,7 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
     differing(lambda tc: f"documents {_fraction(tc)}")
     differing(lambda tc: "judge " + (tc.judge.describe() if tc.judge else "none needed"))
     differing(lambda tc: f"map {tc.map_source}")
-    differing(lambda tc: run_options.describe({k: v for k, v in tc.options().items() if k != _DORI_SEED}))
+    differing(lambda tc: run_options.describe({k: v for k, v in tc.options().items() if k not in _seed_options()}))
     differing(lambda tc: f"generation {describe_generation(tc.generation)}")
     if not out:
         out.append(f"the same conditions and seed ({ca.describe_seed(mine)}) but different results")

@@ -1,11 +1,11 @@
 """The papers' table layouts filled from runs, next to the published rows.
 
 A column is a :class:`Spec`: a :class:`Leaf` (one metric of one task, read from the results
-file) or an aggregate of leaves (:class:`Mean`: unweighted mean of the leaves, e.g. PAcc or
-DORI's Avg.; :class:`Pooled`: mean over questions, ODI-Bench's Overall). Each spec also knows
-its chance level and unparsed rate (the same aggregation of the leaves' ``chance_level`` /
-``unparsed_rate``; a leaf restricted to part of a task's questions, such as one OSR-Bench skill
-or one MMSI-Bench category, reads them from those questions' samples), its bootstrap draws, and
+file) or an aggregate of leaves (:class:`Mean`: unweighted mean of the leaves, e.g. a paper's
+average over tasks; :class:`Pooled`: mean over questions, e.g. an Overall over all questions). Each
+spec also knows its chance level and unparsed rate (the same aggregation of the leaves' ``chance_level`` /
+``unparsed_rate``; a leaf restricted to part of a task's questions, such as one skill or one
+category, reads them from those questions' samples), its bootstrap draws, and
 why a cell of it is empty (:meth:`Leaf.why`): every "-" of a run's row carries its reason.
 
 Tables read prepared values only: each run's results, samples lines and :class:`~lmms_spatial.
@@ -28,7 +28,7 @@ with a numpy generator seeded from ``seed`` and the task and metric names (deter
 aggregates combine the leaves' draws index by index; the CI is the 2.5 / 97.5 percentile.
 
 Several runs of one model (seeds): mean ± std/sqrt(n) per cell (:func:`seed_summary` of the
-DORI metrics, population std).
+scorers, population std).
 """
 
 from __future__ import annotations
@@ -651,7 +651,7 @@ def _settings_notes(entries: list[_Entry], tasks: set[str]) -> list[str]:
         shown = sorted({run_options.describe(o) for o in options})
         if shown and shown != ["defaults"]:
             notes.append(f"{e.base}: run with {' / '.join(shown)}")
-        # what the model saw, apart from DORI's option order (seeds are pooled on purpose)
+        # what the model saw, apart from an option order seed (seeds are pooled on purpose)
         seen[e.base] = sorted({run_options.describe(run_options.what_the_model_saw(o)) for o in options})
     if len({tuple(v) for v in seen.values() if v}) > 1:
         notes.append("WARNING: these models were run with different prompt or image settings (above); "

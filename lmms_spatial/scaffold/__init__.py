@@ -6,14 +6,14 @@ synthetic multiple-choice fixture, the task, its metrics, hub card, converter an
 Generated code is ruff clean and passes the contract tests and its own tests as is; the
 contributor then replaces the scaffold's rules with the paper's (see CONTRIBUTING.md).
 
-Nothing shared is edited, and the files are those of every shipped benchmark: the benchmark
-registers itself through its own module ``lmms_spatial/data/registry/<key>.py`` (``BENCHMARK``:
-key, Hub id, environment variable, converter; ``features()``: its columns), which
-``lmms_spatial.data.registry`` discovers; it gets its demo data through
-``lmms_spatial/data/demo/<key>.py`` (``build``, ``DEMO_TASKS``), which ``lmms_spatial.data.demo``
-discovers, its converter by being in ``lmms_spatial/data/convert/<key>.py``
-(``lmms-spatial convert <key>``; ``CONVERTERS`` finds it), and its report tables through
-``lmms_spatial/reports/layouts/<key>.py``, which ``lmms_spatial.reports.layouts`` discovers.
+Nothing shared is edited, and the files are those of every shipped benchmark, in four places only:
+``tasks/<key>/`` (everything that is the benchmark's), ``metrics/<key>.py`` (its pure scorer),
+``hub_cards/<key>/`` (its card) and ``tests/``. In its folder the benchmark registers itself through
+``declaration.py`` (``BENCHMARK``: key, Hub id, environment variable, converter; ``features()``: its
+columns), which ``lmms_spatial.data.registry`` discovers; it gets its demo data through ``demo.py``
+(``build``, ``DEMO_TASKS``), which ``lmms_spatial.data.demo`` discovers, its converter through
+``convert.py`` (``lmms-spatial convert <key>``; ``CONVERTERS`` finds it), and its report tables
+through ``report.py``, which ``lmms_spatial.reports.layouts`` discovers.
 
 Titles may hold any printable characters: each template gets the title quoted for where it goes
 (a Python docstring or string literal, YAML, Markdown).
@@ -152,7 +152,7 @@ def render(name: str, title: str | None = None, hub_id: str = "") -> dict[str, s
 def scaffold(name: str, repo: Path | str = ".", title: str | None = None, hub_id: str = "") -> list[Path]:
     """Write the new benchmark's files into ``repo``; returns them. Refuses to overwrite anything."""
     repo = Path(repo).resolve()
-    missing = [d for d in ("tasks", "metrics", "lmms_spatial/data/demo", "tests") if not (repo / d).is_dir()]
+    missing = [d for d in ("tasks", "metrics", "lmms_spatial", "tests") if not (repo / d).is_dir()]
     if missing:
         raise ScaffoldError(f"{repo} is not an lmms-spatial checkout (no {', '.join(missing)}): pass --repo")
     validate_name(name, repo)
@@ -192,14 +192,14 @@ Next (CONTRIBUTING.md walks through each step):
      pytest tests/test_contract.py tests/metrics/test_{name}.py tests/scripts/test_convert_{name}.py \
 tests/e2e/test_{name}_cli.py -k {name}   # green as generated
   2. metrics/{name}.py: the paper's prompt, categories and extraction strategy
-  3. lmms_spatial/data/registry/{name}.py: the real columns in features(), the Hub id; then
+  3. tasks/{name}/declaration.py: the real columns in features(), the Hub id; then
      `lmms-spatial card {name}` writes them into hub_cards/{name}/README.md
-  4. lmms_spatial/data/demo/{name}.py: a fixture like the data (`lmms-spatial fixture {name}` builds it
-     in a folder for the real CLI); lmms_spatial/data/convert/{name}.py: the official release -> that layout
-  5. lmms_spatial/reports/layouts/{name}.py: the paper's table, CITATION, published rows
+  4. tasks/{name}/demo.py: a fixture like the data (`lmms-spatial fixture {name}` builds it
+     in a folder for the real CLI); tasks/{name}/convert.py: the official release -> that layout
+  5. tasks/{name}/report.py: the paper's table, CITATION, published rows
   6. tests: replace the hand-computed values as the rules change; docs/faithfulness.md, CHANGELOG.md,
      README task table, docs/data.md data table
-  Data: export {env_var}=/path/to/converted  (the Hub id lives in lmms_spatial/data/registry/{name}.py)"""
+  Data: export {env_var}=/path/to/converted  (the Hub id lives in tasks/{name}/declaration.py)"""
 
 
 def next_steps(name: str) -> str:

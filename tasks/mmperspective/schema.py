@@ -1,6 +1,6 @@
 """Row checks of the normalised MMPerspective layout (SPEC §4, ``hub_cards/mmperspective/README.md``).
 
-Its ``datasets`` features are declared once, in ``lmms_spatial/data/registry/mmperspective.py``.
+Its ``datasets`` features are declared once, in ``tasks/mmperspective/declaration.py``.
 
 One parquet split ``test``; one row per question:
 
@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lmms_spatial.data.images import BadDocumentError
-from lmms_spatial.data.registry.mmperspective import features  # the one schema source
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.metrics.mmperspective import ORIGINAL, PERTURBATIONS, TASKS, normalise_perturbation, normalise_task
+from lmms_spatial.tasks.mmperspective.declaration import features  # the one schema source
 
 
 def is_robust(group: Any) -> bool:

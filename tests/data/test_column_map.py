@@ -127,7 +127,8 @@ def test_a_renamed_osr_csv_column_converts_with_its_mapping(tmp_path, capsys):
 
 
 def test_odi_and_mmperspective_converters_read_mapped_keys(tmp_path):
-    from lmms_spatial.data.convert import mmperspective, odi_bench
+    from lmms_spatial.tasks.mmperspective import convert as mmperspective
+    from lmms_spatial.tasks.odi_bench import convert as odi_bench
 
     (tmp_path / "QAs").mkdir()
     (tmp_path / "img.jpg").write_bytes(_jpeg())

@@ -6,10 +6,10 @@ import io
 import pytest
 from PIL import Image
 
-from lmms_spatial.data.demo.mmperspective import build as build_mmperspective
-from lmms_spatial.data.demo.mmperspective import build_rows
-from lmms_spatial.data.demo.perspective_scenes import Box, Camera, box_scene, corridor, line_relation
 from lmms_spatial.metrics.mmperspective import TASKS
+from lmms_spatial.tasks.mmperspective.demo import build as build_mmperspective
+from lmms_spatial.tasks.mmperspective.demo import build_rows
+from lmms_spatial.tasks.mmperspective.scenes import Box, Camera, box_scene, corridor, line_relation
 from lmms_spatial.tasks.mmperspective.schema import check_rows
 
 

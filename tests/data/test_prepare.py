@@ -18,11 +18,11 @@ import lmms_spatial.data.convert as convert  # noqa: E402
 from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
 from lmms_spatial.data.sources import (  # noqa: E402
     BENCHMARKS,
-    MMSI_REVISION,
     OFFLINE_VARS,
     DataUnavailable,
     dataset_source,
 )
+from lmms_spatial.tasks.mmsi.declaration import MMSI_REVISION  # noqa: E402
 
 
 @pytest.fixture

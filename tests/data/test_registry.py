@@ -40,13 +40,18 @@ def test_sources_reads_the_registry_s_benchmarks():
 
 @pytest.fixture
 def declarations(tmp_path, monkeypatch):
-    """A folder searched as part of the registry package; write(name, body) adds a module to it."""
-    monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path)])
+    """A folder searched as part of the tasks package; write(name, body) adds a benchmark folder ``name/`` to it
+    whose ``declaration.py`` is ``body``."""
+    import lmms_spatial.tasks as tasks_pkg
+
+    monkeypatch.setattr(tasks_pkg, "__path__", [*tasks_pkg.__path__, str(tmp_path)])
     written: list[str] = []
 
     def write(name: str, body: str) -> None:
-        (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
-        written.append(f"{registry.__name__}.{name}")
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+        (tmp_path / name / "declaration.py").write_text(textwrap.dedent(body))
+        written.extend([f"{tasks_pkg.__name__}.{name}.declaration", f"{tasks_pkg.__name__}.{name}"])
 
     yield write
     for module in written:
@@ -70,11 +75,11 @@ def test_a_module_in_the_registry_declares_its_benchmark(declarations):
 @pytest.mark.parametrize(
     ("body", "error", "message"),
     [
-        ("X = 1\n", TypeError, r"zz_bad\.py must declare BENCHMARK = Benchmark\('zz_bad'"),
+        ("X = 1\n", TypeError, r"tasks/zz_bad/declaration\.py must declare BENCHMARK = Benchmark\('zz_bad'"),
         (
             "from lmms_spatial.data.benchmark import Benchmark\nBENCHMARK = Benchmark('other', '', 'V')\n",
             ValueError,
-            "declares the key 'other'; the module must be named after its key",
+            "declares the key 'other'; the folder must be named after its key",
         ),
     ],
 )
@@ -85,11 +90,11 @@ def test_a_bad_declaration_names_its_file_and_the_fix(declarations, body, error,
 
 
 def test_the_shipped_benchmarks_are_declared_in_their_own_modules_like_a_new_one():
-    import lmms_spatial.data.registry.mmsi as mmsi
-    import lmms_spatial.data.registry.osr_bench as osr
+    import lmms_spatial.tasks.mmsi.declaration as mmsi
+    import lmms_spatial.tasks.osr_bench.declaration as osr
 
     assert registry.BENCHMARKS["mmsi"] is mmsi.BENCHMARK
-    assert registry.MMSI_REVISION == mmsi.BENCHMARK.revision == "ec7c92bfaf7728fcca1d61e3e224e190af309436"
+    assert mmsi.MMSI_REVISION == mmsi.BENCHMARK.revision == "ec7c92bfaf7728fcca1d61e3e224e190af309436"
     assert osr.BENCHMARK.allow_patterns == ("qa.csv", "qa_with_negative.csv", "data/*/rgb.png", "README.md")
     assert (registry.BENCHMARKS["dori"].converter, registry.BENCHMARKS["dori"].hub_is_normalised) == ("dori", False)
 
@@ -101,7 +106,7 @@ def test_features_come_from_the_benchmark_s_module_and_a_missing_one_names_the_f
         "zz_plain", "from lmms_spatial.data.benchmark import Benchmark\nBENCHMARK = Benchmark('zz_plain', '', 'V')\n"
     )
     monkeypatch.setattr(registry, "BENCHMARKS", {**registry.BENCHMARKS, **registry._declared()})
-    with pytest.raises(TypeError, match=r"registry/zz_plain\.py must define features\(\)"):
+    with pytest.raises(TypeError, match=r"tasks/zz_plain/declaration\.py must define features\(\)"):
         registry.features("zz_plain")
     with pytest.raises(KeyError, match="not a benchmark"):
         registry.features("zz_nowhere")
@@ -111,3 +116,22 @@ def test_mmsi_s_schema_keeps_the_release_s_descriptive_columns():
     columns = list(registry.features("mmsi"))
     assert columns[:6] == ["id", "images", "question_type", "question", "answer", "thought"]
     assert {"mean_normed_duration_seconds", "difficulty"} <= set(columns)
+
+
+def test_a_demo_builder_in_a_folder_without_a_declaration_names_both_files(tmp_path, monkeypatch):
+    import lmms_spatial.data.demo as demo
+    import lmms_spatial.tasks as tasks_pkg
+
+    monkeypatch.setattr(tasks_pkg, "__path__", [*tasks_pkg.__path__, str(tmp_path)])
+    (tmp_path / "zz_orphan").mkdir()
+    (tmp_path / "zz_orphan" / "__init__.py").write_text("")
+    (tmp_path / "zz_orphan" / "demo.py").write_text(
+        "DEMO_TASKS = ['zz_orphan']\n\n\ndef build(out, n=4):\n    return out\n"
+    )
+    try:
+        with pytest.raises(ValueError, match=r"tasks/zz_orphan/demo\.py builds demo data for 'zz_orphan', which is "
+                           r"not a registered benchmark: declare it in tasks/zz_orphan/declaration\.py"):  # fmt: skip
+            demo._discover_demo_modules()
+    finally:
+        sys.modules.pop("lmms_spatial.tasks.zz_orphan.demo", None)
+        sys.modules.pop("lmms_spatial.tasks.zz_orphan", None)

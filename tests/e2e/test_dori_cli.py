@@ -10,7 +10,7 @@ import pytest
 
 from lmms_spatial.cli import main as lmms_spatial
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
-from lmms_spatial.reports.dori import build_report
+from lmms_spatial.tasks.dori.patterns import build_report
 
 LETTERS = "ABCDEFGHIJKLMNOP"
 

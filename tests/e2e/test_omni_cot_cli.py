@@ -109,7 +109,7 @@ def test_omni_cot_cli_prompts_artifacts_report_and_replay(lmms_eval, docs, tmp_p
 
     # Table 10: crop filter ratio per task, from the samples files
     report = subprocess.run(
-        [sys.executable, "-m", "lmms_spatial.models.omni_cot", "report", str(run.out)],
+        [sys.executable, "-m", "lmms_spatial.tasks.odi_bench.omni_cot_table", "report", str(run.out)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert "| odi_bench_close_existence | 3 | 6 | 3 | 3 | 50.00% | 3 | 3 |" in report.stdout

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from lmms_spatial.metrics import odi_bench as odi
+from lmms_spatial.tasks.odi_bench import anchoring
 
 
 def rec(task: str, score: float | None, i: int = 0, **extra) -> dict:
@@ -180,7 +181,7 @@ def test_anchoring_reads_the_close_and_open_samples_files_of_two_runs(tmp_path, 
     result = odi.anchoring_from_runs(close_dir, open_dir)
     assert result["open_right_close_wrong"] == 0.5 and result["close_right_open_wrong"] == 0.0
     out_json = tmp_path / "a.json"
-    assert odi.main(["anchoring", str(close_dir), str(open_dir), "--json", str(out_json)]) == 0
+    assert anchoring.main(["anchoring", str(close_dir), str(open_dir), "--json", str(out_json)]) == 0
     assert "50.00%" in capsys.readouterr().out
     assert json.loads(out_json.read_text())["n"] == 2
 
@@ -188,5 +189,5 @@ def test_anchoring_reads_the_close_and_open_samples_files_of_two_runs(tmp_path, 
 def test_anchoring_cli_names_a_samples_file_without_the_record(tmp_path, capsys):
     bad = tmp_path / "x_samples_odi_bench_close_ocr.jsonl"
     bad.write_text(json.dumps({"doc_id": 0}) + "\n")
-    assert odi.main(["anchoring", str(bad), str(bad)]) == 1
+    assert anchoring.main(["anchoring", str(bad), str(bad)]) == 1
     assert f"{bad}:1: no 'accuracy' record" in capsys.readouterr().err

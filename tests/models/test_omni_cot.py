@@ -13,7 +13,7 @@ from lmms_eval.api.instance import Instance
 from lmms_spatial.data.demo.erp import draw_object, erp_canvas
 from lmms_spatial.models import omni_cot as oc
 from lmms_spatial.models import stages
-from lmms_spatial.tasks.odi_bench import adapter
+from lmms_spatial.tasks.odi_bench import adapter, omni_cot_table
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
@@ -319,8 +319,8 @@ def test_filter_ratio_report(tmp_path):
     sample = {"doc_id": 0, "accuracy": {"omni_cot": oc.lookup(EVO, "close")}}
     other = {"doc_id": 1, "accuracy": {"omni_cot": oc.lookup(EXIST, "close")}}
     (tmp_path / "x_samples_odi_bench_close_a.jsonl").write_text(json.dumps(sample) + "\n" + json.dumps(other) + "\n")
-    found = oc.artifacts_in_samples([tmp_path])
-    ratio = oc.filter_ratio(found["odi_bench_close_a"])
+    found = omni_cot_table.artifacts_in_samples([tmp_path])
+    ratio = omni_cot_table.filter_ratio(found["odi_bench_close_a"])
     assert ratio == {
         "documents": 2,
         "crops": 4,
@@ -330,7 +330,7 @@ def test_filter_ratio_report(tmp_path):
         "refined": 2,
         "changed": 2,
     }
-    assert "| odi_bench_close_a | 2 | 4 | 2 | 2 | 50.00% | 2 | 2 |" in oc.format_report(found)
+    assert "| odi_bench_close_a | 2 | 4 | 2 | 2 | 50.00% | 2 | 2 |" in omni_cot_table.format_report(found)
 
 
 def test_each_round_shows_a_bar_named_for_its_stages_over_its_model_requests(progress_bars):

@@ -59,7 +59,7 @@ def test_a_benchmark_without_a_report_module_gets_one_table_per_task_from_its_me
     assert [c.header for c in probe.columns] == ["accuracy", "left_right", "count"]  # the rates are rows
     assert {(c.spec.chance, c.spec.unparsed) for c in probe.columns} == {("chance_level", "unparsed_rate")}
     assert {(c.spec.chance, c.spec.unparsed) for c in plain.columns} == {(None, "unparsed_rate")}
-    assert probe.benchmark == "zz_probe" and probe.reference is None and "layouts/zz_probe.py" in probe.notes[0]
+    assert probe.benchmark == "zz_probe" and probe.reference is None and "tasks/zz_probe/report.py" in probe.notes[0]
 
 
 def test_a_default_table_is_filled_from_a_run_with_hand_computed_values(tmp_path):

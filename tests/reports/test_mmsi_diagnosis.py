@@ -9,7 +9,7 @@ import pytest
 
 from lmms_spatial.judge import JudgeConfig, get_judge
 from lmms_spatial.judge.testing import FakeJudgeServer, last_user_content
-from lmms_spatial.reports.mmsi_diagnosis import diagnose, diagnosis_items, format_diagnosis, summarise
+from lmms_spatial.tasks.mmsi.diagnosis import diagnose, diagnosis_items, format_diagnosis, summarise
 
 DOCS = [
     {"question": f"Q{i}? Options: A: a, B: b, C: c, D: d", "answer": "A", "thought": f"because {i}"} for i in range(5)

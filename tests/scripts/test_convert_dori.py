@@ -1,4 +1,4 @@
-"""lmms_spatial.data.convert.dori: plausible release spellings in, the normalised layout out, clear rejects."""
+"""lmms_spatial.tasks.dori.convert: plausible release spellings in, the normalised layout out, clear rejects."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.data.registry.dori import features
+from lmms_spatial.tasks.dori.declaration import features
 
 REPO = Path(__file__).resolve().parents[2]
-import lmms_spatial.data.convert.dori as convert_dori  # noqa: E402
+import lmms_spatial.tasks.dori.convert as convert_dori  # noqa: E402
 
 PROMPT = (
     "TASK: Determine which way Object A's front is facing relative to the camera. "
@@ -169,7 +169,7 @@ def test_conversion_shows_a_bar_over_every_question_row(release, tmp_path, progr
 
 def test_each_answer_form_of_the_release_is_read_as_its_option_letter():
     """Letters, 0-based indices as numbers or digit strings, option text; what is none of them is refused."""
-    from lmms_spatial.data.convert.dori import RowError, parse_answer
+    from lmms_spatial.tasks.dori.convert import RowError, parse_answer
 
     options = ["front", "back", "left", "right", "up"]
     assert [parse_answer(v, options) for v in ("C", "(b)", "d. right", 0, 4.0, "3", "Left", " UP ")] == [

@@ -1,4 +1,4 @@
-"""lmms_spatial.data.convert.dori, edge rows (issue 42): which image file a row is given, how options and answers
+"""lmms_spatial.tasks.dori.convert, edge rows (issue 42): which image file a row is given, how options and answers
 are read in each spelling, the task and granularity names, and each reject with its field.
 
 Fast: 8x8 images of distinct colours and hand-written rows; the expected values are written here."""
@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-import lmms_spatial.data.convert.dori as conv
-from lmms_spatial.data.convert.dori import RowError
+import lmms_spatial.tasks.dori.convert as conv
+from lmms_spatial.tasks.dori.convert import RowError
 
 RED, BLUE, GREEN = (255, 0, 0), (0, 0, 255), (0, 128, 0)
 

@@ -1,4 +1,5 @@
-"""lmms_spatial.data.convert.mmperspective: images + JSON/CSV questions in, the normalised layout out, clear rejects."""
+"""lmms_spatial.tasks.mmperspective.convert: images + JSON/CSV questions in, the normalised layout out, clear
+rejects."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.data.registry.mmperspective import features
+from lmms_spatial.tasks.mmperspective.declaration import features
 
 REPO = Path(__file__).resolve().parents[2]
-import lmms_spatial.data.convert.mmperspective as convert_mmperspective  # noqa: E402
+import lmms_spatial.tasks.mmperspective.convert as convert_mmperspective  # noqa: E402
 
 QUESTIONS = [
     {"id": "q1", "image": "a.png", "task": "vpp", "question": "Where is the vanishing point?", "answer": "B"},

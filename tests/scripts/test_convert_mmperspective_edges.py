@@ -1,4 +1,4 @@
-"""lmms_spatial.data.convert.mmperspective, edge records (issue 42): how an answer becomes a letter, which image
+"""lmms_spatial.tasks.mmperspective.convert, edge records (issue 42): how an answer becomes a letter, which image
 field wins, what is stripped and normalised, and every refusal with the record it names.
 
 Fast: two 8x6 images and a few hand-written records; the expected values are written here."""
@@ -14,7 +14,7 @@ import datasets
 import pytest
 from PIL import Image
 
-import lmms_spatial.data.convert.mmperspective as conv
+import lmms_spatial.tasks.mmperspective.convert as conv
 from lmms_spatial.data.column_map import parse as parse_map
 
 RED, BLUE = (255, 0, 0), (0, 0, 255)

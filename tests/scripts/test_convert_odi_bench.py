@@ -11,7 +11,7 @@ import pytest
 import yaml
 from PIL import Image
 
-import lmms_spatial.data.convert.odi_bench as conv
+import lmms_spatial.tasks.odi_bench.convert as conv
 from lmms_spatial.data.cards import card_text
 
 

@@ -1,4 +1,4 @@
-"""lmms_spatial.data.convert.odi_bench, edge rows (issue 42): which image file a row is given (path, file name,
+"""lmms_spatial.tasks.odi_bench.convert, edge rows (issue 42): which image file a row is given (path, file name,
 stem; ambiguous names refused), how options and answers are read in each spelling, 1-based files, the task a file
 name names, ids made unique, and the shards written.
 
@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-import lmms_spatial.data.convert.odi_bench as conv
-from lmms_spatial.data.convert.odi_bench import _RowError
+import lmms_spatial.tasks.odi_bench.convert as conv
+from lmms_spatial.tasks.odi_bench.convert import _RowError
 
 
 def _jpg(path: Path, colour) -> Path:

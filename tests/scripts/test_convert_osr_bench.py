@@ -1,4 +1,4 @@
-"""lmms_spatial.data.convert.osr_bench: the official CSV layout in, validated normalised rows out."""
+"""lmms_spatial.tasks.osr_bench.convert: the official CSV layout in, validated normalised rows out."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.data.registry.osr_bench import features
+from lmms_spatial.tasks.osr_bench.declaration import features
 
 REPO = Path(__file__).resolve().parents[2]
-import lmms_spatial.data.convert.osr_bench as convert_osr  # noqa: E402
+import lmms_spatial.tasks.osr_bench.convert as convert_osr  # noqa: E402
 
 MAP_PROMPT = "[Task] ... We provide the categories to care about in this scene: {sofa, door, tv}. Focus ONLY ..."
 GRID = [[[] for _ in range(10)] for _ in range(10)]

@@ -1,4 +1,4 @@
-"""lmms_spatial.data.convert.osr_bench, edge rows (issue 42): each config read from its own file, every reject
+"""lmms_spatial.tasks.osr_bench.convert, edge rows (issue 42): each config read from its own file, every reject
 message, the grid and pool parsers on their boundaries, the image cell (bytes or the release path), shards.
 
 Fast: hand-made 16x8 images and CSVs of a few rows; the expected values are written here."""
@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-import lmms_spatial.data.convert.osr_bench as conv
+import lmms_spatial.tasks.osr_bench.convert as conv
 from lmms_spatial.data.column_map import parse as parse_map
 
 FIELDS = ["image_id", "turn_id", "question", "answer", "skills_tested"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datasets
 import pytest
 
-from lmms_spatial.data.demo.dori import io_rotation_label
 from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.tasks.dori import adapter
+from lmms_spatial.tasks.dori.demo import io_rotation_label
 
 DOC = {
     "id": "q1",

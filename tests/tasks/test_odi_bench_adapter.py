@@ -10,10 +10,10 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.data.demo.odi_bench import build as build_odi_bench
 from lmms_spatial.judge import JudgeConfig, get_judge, reset_judges
 from lmms_spatial.judge.errors import JudgeUnavailableError
 from lmms_spatial.tasks.odi_bench import adapter
+from lmms_spatial.tasks.odi_bench.demo import build as build_odi_bench
 
 MCQ = {
     "id": "q1",

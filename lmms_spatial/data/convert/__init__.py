@@ -1,21 +1,19 @@
 """Converters from each benchmark's published release to the normalised layout the tasks read.
 
-One module per benchmark, each with ``convert(...)`` (the library call) and ``main(argv)`` (the
-``lmms-spatial convert <benchmark> ...`` command). :func:`convert_release` is what automatic
+One module per benchmark, ``tasks/<key>/convert.py``, each with ``convert(...)`` (the library call) and
+``main(argv)`` (the ``lmms-spatial convert <benchmark> ...`` command). :func:`convert_release` is what automatic
 preparation calls (``lmms_spatial.data.prepare``): it runs a converter on a downloaded release
 strictly (no row skipped) and turns every way a release can disagree with the converter into
 :class:`ReleaseMismatch`, whose message says what was found and what was expected.
 
-Every module here is registered under its file name (``lmms-spatial new-task`` writes one; the
-shipped benchmarks' are found the same way), so adding one edits no shared file; it states what
-it expects of a release in ``EXPECTED``. Helper modules that are not converters start with an
-underscore.
+Every benchmark folder holding a ``convert.py`` is registered under its key (``lmms-spatial new-task``
+writes one; the shipped benchmarks' are found the same way), so adding one edits no shared file; it
+states what it expects of a release in ``EXPECTED``.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -27,18 +25,17 @@ if TYPE_CHECKING:
     from lmms_spatial.data.column_map import ColumnMap
 
 
-def discovered(paths: Sequence[str]) -> dict[str, str]:
-    """{benchmark key: module name} for every converter module in ``paths``, by file name (modules
-    starting with an underscore are helpers). Nothing is imported until a converter is used."""
-    return {
-        info.name: f"{__name__}.{info.name}"
-        for info in sorted(pkgutil.iter_modules(paths), key=lambda i: i.name)
-        if not info.name.startswith("_")
-    }
+def discovered(paths: Sequence[str] | None = None) -> dict[str, str]:
+    """{benchmark key: module name} for every benchmark folder in ``paths`` (default: ``lmms_spatial.tasks``'s)
+    holding ``convert.py`` (folders starting with an underscore are helpers). Nothing is imported until a converter
+    is used."""
+    from lmms_spatial.paths import benchmark_modules
+
+    return benchmark_modules("convert", list(paths) if paths is not None else None)
 
 
 # benchmark key -> converter module
-CONVERTERS: dict[str, str] = discovered(__path__)
+CONVERTERS: dict[str, str] = discovered()
 
 
 class ReleaseMismatch(RuntimeError):

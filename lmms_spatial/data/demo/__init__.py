@@ -6,12 +6,11 @@ exercise the exact loading path of the real data: parquet files with ``datasets`
 (images as ``Image()``) read by ``datasets.load_dataset`` from a local folder named by the
 benchmark's environment variable.
 
-Each benchmark's module ``lmms_spatial/data/demo/<key>.py`` holds its fixture builder
-``build(out_dir, n)`` and the tasks the demo runs on it (``DEMO_TASKS``); this package finds
-every such module (the five shipped benchmarks' too), so adding a benchmark edits no shared file.
-The benchmark itself (key, Hub id, environment variable, schema) is declared in
-``lmms_spatial/data/registry/<key>.py``, which this needs and never the other way round.
-Helper modules (drawing, projections) hold neither name and are skipped.
+Each benchmark's module ``tasks/<key>/demo.py`` holds its fixture builder ``build(out_dir, n)`` and
+the tasks the demo runs on it (``DEMO_TASKS``); this package finds every such module by file name (the
+shipped benchmarks' too), so adding a benchmark edits no shared file. The benchmark itself (key, Hub id,
+environment variable, schema) is declared in ``tasks/<key>/declaration.py``, which this needs and never
+the other way round. The modules here are drawing helpers that builders share.
 
 A folder built here holds :data:`FIXTURE_MARKER` (a hidden JSON file that ``datasets`` does not
 read as data): ``lmms-spatial export`` finds it and says in the card that the rows are synthetic.
@@ -20,29 +19,27 @@ read as data): ``lmms-spatial export`` finds it and says in the card that the ro
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable
 from pathlib import Path
 
 from lmms_spatial.data.registry import BENCHMARKS
+from lmms_spatial.paths import benchmark_modules
 
 
 def _discover_demo_modules() -> dict[str, tuple[Callable[..., Path], list[str]]]:
     """{benchmark key: (builder(out_dir, n) -> path written, tasks the demo runs)}, in key order."""
     found: dict[str, tuple[Callable[..., Path], list[str]]] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    for key, name in benchmark_modules("demo").items():
+        module = importlib.import_module(name)
         if not (hasattr(module, "build") and hasattr(module, "DEMO_TASKS")):
             continue
-        if info.name not in BENCHMARKS:
+        if key not in BENCHMARKS:
             raise ValueError(
-                f"lmms_spatial/data/demo/{info.name}.py builds demo data for {info.name!r}, which is not a registered "
-                f"benchmark: declare it in lmms_spatial/data/registry/{info.name}.py "
-                f"(BENCHMARK = Benchmark({info.name!r}, hub_id, env_var))"
+                f"tasks/{key}/demo.py builds demo data for {key!r}, which is not a registered "
+                f"benchmark: declare it in tasks/{key}/declaration.py "
+                f"(BENCHMARK = Benchmark({key!r}, hub_id, env_var))"
             )
-        found[info.name] = (module.build, list(module.DEMO_TASKS))
+        found[key] = (module.build, list(module.DEMO_TASKS))
     return found
 
 
@@ -56,7 +53,7 @@ DEMO_BENCHMARKS: dict[str, tuple[Callable[..., Path], list[str]]] = _discover_de
 def build_fixture(key: str, folder: Path, n: int | None = None) -> Path:
     """Build benchmark ``key``'s fixture into ``folder`` (the value of its environment variable)."""
     if key not in DEMO_BENCHMARKS:
-        raise KeyError(f"{key!r} has no fixture builder (lmms_spatial/data/demo/{key}.py); known: "
+        raise KeyError(f"{key!r} has no fixture builder (tasks/{key}/demo.py); known: "
                        f"{', '.join(DEMO_BENCHMARKS)}")  # fmt: skip
     import datasets
 
@@ -67,7 +64,7 @@ def build_fixture(key: str, folder: Path, n: int | None = None) -> Path:
 
     builder = DEMO_BENCHMARKS[key][0]
     builder(Path(folder)) if n is None else builder(Path(folder), n)
-    marker = {"benchmark": key, "builder": f"lmms_spatial/data/demo/{key}.py", "lmms_spatial": __version__, "n": n}
+    marker = {"benchmark": key, "builder": f"tasks/{key}/demo.py", "lmms_spatial": __version__, "n": n}
     (Path(folder) / FIXTURE_MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
     return Path(folder)
 

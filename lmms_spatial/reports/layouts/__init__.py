@@ -1,9 +1,9 @@
 """Each benchmark's part of ``lmms-spatial report``, declared by the benchmark's own module.
 
-``lmms_spatial/reports/layouts/<key>.py`` (found by its file name, like the registry) may hold:
+``tasks/<key>/report.py`` (found by its file name in the benchmark's folder, like the registry) may hold:
 
 - ``layouts() -> list[Layout]``: the paper's tables (columns from metrics of its tasks; a layout's
-  ``reference`` names a table of the published rows in ``lmms_spatial/reports/references/<key>.json``);
+  ``reference`` names a table of the published rows in ``tasks/<key>/published.json``);
 - ``CITATION``: the paper (:class:`~lmms_spatial.reports.citations.Citation`), cited under each table;
 - ``SCATTERS``: plots of one table column against another (:class:`~lmms_spatial.reports.plots.Scatter`);
 - ``analysis(run, judge) -> str | None``: text from a run's samples files (``judge``: the user allowed
@@ -19,7 +19,6 @@ a layout. Benchmarks come in key order.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -100,7 +99,7 @@ def default_layouts(key: str, folder: Path | None = None) -> list[Layout]:
             if m not in ROW_METRICS
         )
         if columns:
-            notes = (f"every metric of {task}'s YAML; lmms_spatial/reports/layouts/{key}.py can declare the paper's "
+            notes = (f"every metric of {task}'s YAML; tasks/{key}/report.py can declare the paper's "
                      "table, its published rows and citation",)  # fmt: skip
             out.append(Layout(task, key, f"{task}: the metrics of its YAML", columns, notes=notes))
     return out
@@ -121,13 +120,10 @@ def _from_module(key: str, module: Any) -> BenchmarkReport:
 
 @cache
 def benchmark_reports() -> dict[str, BenchmarkReport]:
-    """{benchmark key: its report part}: every module here, and every task folder (default tables)."""
-    modules = {
-        info.name: importlib.import_module(f"{__name__}.{info.name}")
-        for info in pkgutil.iter_modules(__path__)
-        if not info.name.startswith("_")
-    }
-    from lmms_spatial.paths import benchmark_keys
+    """{benchmark key: its report part}: every ``tasks/<key>/report.py``, and every task folder (default tables)."""
+    from lmms_spatial.paths import benchmark_keys, benchmark_modules
+
+    modules = {key: importlib.import_module(name) for key, name in benchmark_modules("report").items()}
 
     folders = set(benchmark_keys())
     reports = {}

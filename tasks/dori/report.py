@@ -2,13 +2,13 @@
 patterns and the compound-rotation decomposition, coarse-vs-granular plot.
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/dori.json``.
+in ``tasks/dori/published.json``.
 """
 
 from __future__ import annotations
 
 from lmms_spatial.metrics.dori import GRANULARITIES, TASKS
-from lmms_spatial.reports.citations import Citation
+from lmms_spatial.reports.citations import Citation, read_bibtex
 from lmms_spatial.reports.plots import Scatter
 from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import Column, Layout, Leaf, Mean, Spec
@@ -19,14 +19,7 @@ CITATION = Citation(
     "Tasnim et al., 2025",
     "Right Side Up? Disentangling Orientation Understanding in MLLMs with Fine-grained Multi-axis Perception Tasks",
     "2505.21649",
-    """@article{tasnim2025dori,
-  title   = {Right Side Up? Disentangling Orientation Understanding in {MLLMs} with Fine-grained Multi-axis
-             Perception Tasks},
-  author  = {Tasnim, Nazia and Nichols, Keanu and Yang, Yuting and Ikechukwu, Nicholas and Zou, Elva
-             and Ghadiyaram, Deepti and Plummer, Bryan A.},
-  journal = {arXiv preprint arXiv:2505.21649},
-  year    = {2025}
-}""",
+    read_bibtex(__file__),  # CITATION.bib beside this file: the one copy (tests/reports/test_citations_once.py)
 )
 
 SCATTERS = (
@@ -75,7 +68,7 @@ def layouts() -> list[Layout]:
 
 def analysis(run: Run, judge: bool = False) -> str | None:
     """Error patterns (App. L, Table 10) and the compound-rotation decomposition (Table 11) per prompt."""
-    from lmms_spatial.reports.dori import render_patterns, report_from_records
+    from lmms_spatial.tasks.dori.patterns import render_patterns, report_from_records
 
     records = [
         line["accuracy"]

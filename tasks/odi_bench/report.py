@@ -1,13 +1,13 @@
 """ODI-Bench in ``lmms-spatial report``: Tables 2/3 per setting, option anchoring, close-vs-open plot.
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/odi_bench.json``.
+in ``tasks/odi_bench/published.json``.
 """
 
 from __future__ import annotations
 
 from lmms_spatial.metrics import odi_bench as odi
-from lmms_spatial.reports.citations import Citation
+from lmms_spatial.reports.citations import Citation, read_bibtex
 from lmms_spatial.reports.plots import Scatter
 from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import JUDGE_UNUSABLE, Column, Layout, Leaf, Pooled
@@ -16,15 +16,7 @@ CITATION = Citation(
     "Yang et al., ICLR 2026",
     "ODI-Bench: Can MLLMs Understand Immersive Omnidirectional Environments?",
     "2510.11549",
-    """@inproceedings{yang2025odibench,
-  title     = {{ODI-Bench}: Can {MLLMs} Understand Immersive Omnidirectional Environments?},
-  author    = {Yang, Liu and Duan, Huiyu and Tao, Ran and Cheng, Juntao and Wu, Sijing and Li, Yunhao and Liu, Jing
-               and Min, Xiongkuo and others},
-  booktitle = {International Conference on Learning Representations (ICLR)},
-  year      = {2026},
-  eprint    = {2510.11549},
-  archivePrefix = {arXiv}
-}""",
+    read_bibtex(__file__),  # CITATION.bib beside this file: the one copy (tests/reports/test_citations_once.py)
 )
 
 SCATTERS = (

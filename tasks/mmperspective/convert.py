@@ -22,7 +22,6 @@ from typing import Any
 
 from lmms_spatial.data.column_map import ColumnMap, add_map_argument
 from lmms_spatial.data.images import BadDocumentError
-from lmms_spatial.data.registry.mmperspective import features
 from lmms_spatial.data.safe_files import (
     UnsafeFileError,
     parse_csv,
@@ -33,6 +32,7 @@ from lmms_spatial.data.safe_files import (
 )
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.progress import progress
+from lmms_spatial.tasks.mmperspective.declaration import features
 from lmms_spatial.tasks.mmperspective.schema import check_rows
 
 # what a release must hold, in the paragraph a release that does not fit is described with

@@ -2,7 +2,7 @@
 judge) the error diagnosis by failure mode.
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/mmsi.json``.
+in ``tasks/mmsi/published.json``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lmms_spatial.metrics.mmsi import CATEGORIES
-from lmms_spatial.reports.citations import Citation
+from lmms_spatial.reports.citations import Citation, read_bibtex
 from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import Column, Layout, Leaf
 
@@ -18,15 +18,7 @@ CITATION = Citation(
     "Yang et al., ICLR 2026",
     "MMSI-Bench: A Benchmark for Multi-Image Spatial Intelligence",
     "2505.23764",
-    """@inproceedings{yang2025mmsibench,
-  title     = {{MMSI-Bench}: A Benchmark for Multi-Image Spatial Intelligence},
-  author    = {Yang, Sihan and Xu, Runsen and Xie, Yiman and Yang, Sizhe and Li, Mo and Lin, Jingli and Zhu, Chenming
-               and Chen, Xiaochen and Duan, Haodong and Yue, Xiangyu and Lin, Dahua and Wang, Tai and Pang, Jiangmiao},
-  booktitle = {International Conference on Learning Representations (ICLR)},
-  year      = {2026},
-  eprint    = {2505.23764},
-  archivePrefix = {arXiv}
-}""",
+    read_bibtex(__file__),  # CITATION.bib beside this file: the one copy (tests/reports/test_citations_once.py)
 )
 
 _SHORT = {
@@ -69,7 +61,7 @@ def analysis(run: Run, judge: bool = False) -> str | None:
     """The error diagnosis by failure mode and reasoning accuracy; it asks the LLM judge, so only when asked."""
     if not judge:
         return None
-    from lmms_spatial.reports.mmsi_diagnosis import DIAGNOSED_TASKS, diagnose, format_diagnosis, load_mmsi_docs
+    from lmms_spatial.tasks.mmsi.diagnosis import DIAGNOSED_TASKS, diagnose, format_diagnosis, load_mmsi_docs
 
     parts, docs = [], None
     for task in DIAGNOSED_TASKS:

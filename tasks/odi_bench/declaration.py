@@ -1,7 +1,7 @@
 """ODI-Bench: where its data comes from and what its rows hold.
 
 The Hub release (an imagefolder plus per-task QA files) is converted on first use by
-``lmms_spatial/data/convert/odi_bench.py``.
+``tasks/odi_bench/convert.py``.
 """
 
 from lmms_spatial.data.benchmark import Benchmark

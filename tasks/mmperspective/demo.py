@@ -31,7 +31,8 @@ from pathlib import Path
 from PIL import ImageDraw
 
 from lmms_spatial.data.demo.drawing import COLOURS, png_bytes
-from lmms_spatial.data.demo.perspective_scenes import (
+from lmms_spatial.metrics.mmperspective import TASKS
+from lmms_spatial.tasks.mmperspective.scenes import (
     Box,
     Camera,
     box_scene,
@@ -43,7 +44,6 @@ from lmms_spatial.data.demo.perspective_scenes import (
     mask,
     rotate,
 )
-from lmms_spatial.metrics.mmperspective import TASKS
 
 W, H = 160, 120
 # every leaf task (the demo and the contract test run them all): 9 accuracy tasks + robust, direct and CoT
@@ -352,7 +352,7 @@ def build(out_dir: Path, n: int = 2, robust_groups: int = 3, seed: int = 0) -> P
     """Write ``test.parquet``: ``n`` items per task, then ``robust_groups`` groups of 5 variants."""
     import datasets
 
-    from lmms_spatial.data.registry.mmperspective import features
+    from lmms_spatial.tasks.mmperspective.declaration import features
 
     rows = build_rows(n, robust_groups, seed)
     columns = {c: [r[c] for r in rows] for c in features()}

@@ -2,13 +2,13 @@
 accuracy-vs-robustness plot.
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/mmperspective.json``.
+in ``tasks/mmperspective/published.json``.
 """
 
 from __future__ import annotations
 
 from lmms_spatial.metrics import mmperspective as mmp
-from lmms_spatial.reports.citations import Citation
+from lmms_spatial.reports.citations import Citation, read_bibtex
 from lmms_spatial.reports.plots import Scatter
 from lmms_spatial.reports.tables import Column, Layout, Leaf, Mean
 
@@ -17,15 +17,7 @@ CITATION = Citation(
     "MMPerspective: Do MLLMs Understand Perspective? A Comprehensive Benchmark for Perspective Perception, "
     "Reasoning, and Robustness",
     "2505.20426",
-    """@article{tang2025mmperspective,
-  title   = {{MMPerspective}: Do {MLLMs} Understand Perspective? A Comprehensive Benchmark for Perspective
-             Perception, Reasoning, and Robustness},
-  author  = {Tang, Yunlong and Liu, Pinxin and Feng, Mingqian and Tan, Zhangyun and Mao, Rui and Huang, Chao
-             and Bi, Jing and Xiao, Yunzhong and Liang, Susan and Hua, Hang and Vosoughi, Ali and Song, Luchuan
-             and Zhang, Zeliang and Xu, Chenliang},
-  journal = {arXiv preprint arXiv:2505.20426},
-  year    = {2025}
-}""",
+    read_bibtex(__file__),  # CITATION.bib beside this file: the one copy (tests/reports/test_citations_once.py)
 )
 
 SCATTERS = (

@@ -1,7 +1,7 @@
 """OSR-Bench: where its data comes from and what its rows hold.
 
 The Hub release (two QA tables and one panorama per scene) is converted on first use by
-``lmms_spatial/data/convert/osr_bench.py``; configs ``standard`` and ``negative`` are two folders
+``tasks/osr_bench/convert.py``; configs ``standard`` and ``negative`` are two folders
 of the same layout.
 """
 

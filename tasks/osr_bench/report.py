@@ -2,27 +2,21 @@
 negative sampling, well-formatted maps).
 
 Found by :mod:`lmms_spatial.reports.layouts` by its file name (the benchmark key); published rows
-in ``lmms_spatial/reports/references/osr_bench.json``.
+in ``tasks/osr_bench/published.json``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lmms_spatial.reports.citations import Citation
+from lmms_spatial.reports.citations import Citation, read_bibtex
 from lmms_spatial.reports.tables import Column, Layout, Leaf
 
 CITATION = Citation(
     "Dongfang et al., 2025",
     "Are Multimodal Large Language Models Ready for Omnidirectional Spatial Reasoning?",
     "2505.11907",
-    """@article{dongfang2025osrbench,
-  title   = {Are Multimodal Large Language Models Ready for Omnidirectional Spatial Reasoning?},
-  author  = {Dongfang, Zihao and Zheng, Xu and Weng, Ziqiao and Lyu, Yuanhuiyi and Paudel, Danda Pani
-             and Van Gool, Luc and Yang, Kailun and Hu, Xuming},
-  journal = {arXiv preprint arXiv:2505.11907},
-  year    = {2025}
-}""",
+    read_bibtex(__file__),  # CITATION.bib beside this file: the one copy (tests/reports/test_citations_once.py)
 )
 
 _SKILLS = ("object_counting", "relative_distance", "relative_direction")
