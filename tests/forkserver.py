@@ -303,10 +303,10 @@ class Zygote:
         hello = json.loads(self.proc.stdout.readline() or "{}")
         self.modules = set(hello.get("modules", ()))
         self.safe = hello.get("threads_started") == 0 and not hello.get("env_readers", True)
-        self.task_index: str | None = None  # made on the first run (build_task_index); None: indexed live
+        self.task_index: str | None = None  # made for the first lmms-eval run (build_task_index); None: live
         self._scratch = None
 
-    def _task_index(self, timeout: float) -> str | None:
+    def task_index_file(self, timeout: float) -> str | None:
         """The built-in task index file, made once by a fork of this zygote (on failure every run indexes
         live, as lmms-eval does, and the reason is printed)."""
         if self._scratch is None:
@@ -330,8 +330,9 @@ class Zygote:
 
     def run(self, module: str, args: list[str], env: dict[str, str], cwd: Path, scratch: Path,
             timeout: float) -> tuple[int, str, str]:  # fmt: skip
-        request = {"module": module, "args": args, "env": env, "cwd": str(cwd),
-                   "task_index": self._task_index(timeout)}  # fmt: skip
+        # made for the first lmms-eval run (a zygote that only runs `lmms-spatial report` never pays for it)
+        index = self.task_index_file(timeout) if module == "lmms_eval" else self.task_index
+        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index}
         return self._run(request, scratch, timeout)
 
     def _run(self, request: dict, scratch: Path, timeout: float) -> tuple[int, str, str]:
