@@ -25,12 +25,13 @@ or lmms-spatial is imported in the zygote: they read ``HF_HOME``, ``HF_HUB_OFFLI
 ours when imported, and tests set those per run (``tests/test_forkserver.py`` pins it).
 
 lmms-eval's task index of its own ~1,900 built-in YAMLs (``TaskManager._get_task_and_group`` on its
-``tasks/`` folder: about 5 CPU-seconds of pure-Python YAML parsing per run, more than all the imports the
-zygote saves) is the same for every run of the suite: each zygote has it made once, by lmms-eval's own
-function in a fork that imports lmms-eval (:func:`build_task_index`; the zygote itself stays clean), and
-every run it forks gets a copy when it asks for that folder, with the messages lmms-eval logged while
-indexing it (:func:`_reuse_task_index`). Every other folder (ours, ``--include_path``) is indexed live, and
-the run still starts at ``python -m lmms_eval``'s entry point and builds its tasks from the YAMLs.
+``tasks/`` folder: about 4 CPU-seconds of pure-Python YAML parsing per run, measured) is the same for every
+run of the suite: it is made once per test run, for the first lmms-eval run, by lmms-eval's own function in a
+fork that imports lmms-eval (:func:`build_task_index`, ~9 CPU-seconds; the zygote itself stays clean), kept
+where every worker finds it (:data:`INDEX_FOLDER`), and every run a zygote forks gets a copy when it asks for
+that folder, with the messages lmms-eval logged while indexing it (:func:`_reuse_task_index`). Every other
+folder (ours, ``--include_path``) is indexed live, and the run still starts at ``python -m lmms_eval``'s
+entry point and builds its tasks from the YAMLs.
 """
 
 from __future__ import annotations
@@ -307,17 +308,23 @@ class Zygote:
         self._scratch = None
 
     def task_index_file(self, timeout: float) -> str | None:
-        """The built-in task index file, made once by a fork of this zygote (on failure every run indexes
-        live, as lmms-eval does, and the reason is printed)."""
+        """The built-in task index file: made once per test run by a fork of the first zygote that asks (in
+        :data:`INDEX_FOLDER`, shared by every worker, under a file lock; without it, once per zygote). On
+        failure every run indexes live, as lmms-eval does, and the reason is printed."""
         if self._scratch is None:
             import tempfile
 
+            from filelock import FileLock
+
             self._scratch = tempfile.TemporaryDirectory(prefix="zygote-index-")
             scratch = Path(self._scratch.name)
-            path = str(scratch / "task_index.pickle")
-            here = os.path.dirname(os.path.abspath(__file__))
-            request = {"module": "forkserver", "args": [BUILD_INDEX, path], "env": self.env, "cwd": here}
-            code, _, stderr = self._run(request, scratch, timeout)
+            path = str(Path(INDEX_FOLDER or scratch) / "lmms_eval_task_index.pickle")
+            with FileLock(path + ".lock"):
+                code, stderr = 0, ""
+                if not os.path.exists(path):
+                    here = os.path.dirname(os.path.abspath(__file__))
+                    request = {"module": "forkserver", "args": [BUILD_INDEX, path], "env": self.env, "cwd": here}
+                    code, _, stderr = self._run(request, scratch, timeout)
             if code == 0 and os.path.exists(path):
                 self.task_index = path
             else:
@@ -366,6 +373,7 @@ class Zygote:
 
 
 _zygotes: dict[tuple, Zygote] = {}
+INDEX_FOLDER: Path | None = None  # where the built-in task index is kept for every worker (tests/conftest.py)
 MAX_ZYGOTES = 3  # per worker: one per start-up environment (usually just the suite's offline one)
 
 
