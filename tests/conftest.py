@@ -37,6 +37,13 @@ def pytest_unconfigure(config) -> None:
     forkserver.close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_task_index_per_run(shared_dir) -> None:
+    """lmms-eval's built-in task index, made for the run's first forked lmms-eval run, is kept where every
+    worker finds it (:func:`forkserver.Zygote.task_index_file`): one ~9 CPU s build per run, not per worker."""
+    forkserver.INDEX_FOLDER = shared_dir
+
+
 @pytest.fixture
 def logged() -> Iterator[Callable[[str], list[str]]]:
     """lmms-eval's loguru messages at or above a level, kept for the test: ``messages = logged("WARNING")``;

@@ -23,12 +23,22 @@ What stays a real process (:func:`run_module` starts one):
 Nothing from Hugging Face (``huggingface_hub``, ``datasets``, ``transformers``, ``evaluate``), lmms-eval
 or lmms-spatial is imported in the zygote: they read ``HF_HOME``, ``HF_HUB_OFFLINE``, ``HF_ENDPOINT`` and
 ours when imported, and tests set those per run (``tests/test_forkserver.py`` pins it).
+
+lmms-eval's task index of its own ~1,900 built-in YAMLs (``TaskManager._get_task_and_group`` on its
+``tasks/`` folder: about 4 CPU-seconds of pure-Python YAML parsing per run, measured) is the same for every
+run of the suite: it is made once per test run, for the first lmms-eval run, by lmms-eval's own function in a
+fork that imports lmms-eval (:func:`build_task_index`, ~9 CPU-seconds; the zygote itself stays clean), kept
+where every worker finds it (:data:`INDEX_FOLDER`), and every run a zygote forks gets a copy when it asks for
+that folder, with the messages lmms-eval logged while indexing it (:func:`_reuse_task_index`). Every other
+folder (ours, ``--include_path``) is indexed live, and the run still starts at ``python -m lmms_eval``'s
+entry point and builds its tasks from the YAMLs.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import select
 import signal
 import subprocess
@@ -47,6 +57,7 @@ _START_PREFIXES = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "KMP_", "GOMP_", "TORC
 _FREE = ("PYTHONPATH", "PYTHONUNBUFFERED")  # honoured in the fork (PYTHONPATH: entries after sys.path[0])
 _ALWAYS_REAL = ("LMMS_SPATIAL_DISABLE_HOOK", "PYTHONHASHSEED")
 SWITCH = "LMMS_SPATIAL_TEST_FORK"  # "0": every run is a real subprocess
+BUILD_INDEX = "--build-task-index"  # `python -m forkserver --build-task-index FILE`: see build_task_index
 
 
 @dataclass
@@ -99,6 +110,91 @@ def _fresh_random_state() -> None:
         sys.modules["numpy"].random.seed()
 
 
+def build_task_index(path: str) -> None:
+    """Pickle lmms-eval's index of its built-in task folder to ``path``, made by its own
+    ``TaskManager._get_task_and_group`` (the call ``initialize_tasks`` makes for it), with the messages
+    it logged meanwhile (level, text), so that a run reusing it logs what a run indexing it would."""
+    from lmms_eval import tasks
+    from loguru import logger
+
+    folder = os.path.dirname(os.path.abspath(tasks.__file__)) + "/"  # as TaskManager.initialize_tasks spells it
+    logged: list[tuple[str, str]] = []
+    sink = logger.add(lambda m: logged.append((m.record["level"].name, m.record["message"])), level=0)
+    try:
+        manager = object.__new__(tasks.TaskManager)  # only its logger and _config_is_* are used
+        manager.logger = tasks.eval_logger
+        index = tasks.TaskManager._get_task_and_group(manager, folder)
+    finally:
+        logger.remove(sink)
+    with open(path + ".part", "wb") as f:
+        pickle.dump({"folder": folder, "index": index, "logged": logged}, f)
+    os.replace(path + ".part", path)
+
+
+def _reuse_task_index(path: str) -> None:
+    """In a fork: when the run imports ``lmms_eval.tasks``, wrap ``TaskManager._get_task_and_group`` so that
+    the built-in folder's index is a fresh copy of the one :func:`build_task_index` made (its messages
+    logged again); any other folder goes to lmms-eval's function."""
+
+    def wrap(module) -> None:
+        original = module.TaskManager._get_task_and_group
+
+        def _get_task_and_group(self, task_dir):
+            with open(path, "rb") as f:
+                saved = pickle.load(f)
+            if task_dir != saved["folder"]:
+                return original(self, task_dir)
+            for level, message in saved["logged"]:
+                self.logger.log(level, message)
+            return saved["index"]
+
+        _get_task_and_group.__wrapped__ = original
+        module.TaskManager._get_task_and_group = _get_task_and_group
+
+    class Loader:
+        def __init__(self, loader):
+            self._loader = loader
+
+        def create_module(self, spec):
+            return self._loader.create_module(spec)
+
+        def exec_module(self, module):
+            self._loader.exec_module(module)
+            wrap(module)
+
+        def __getattr__(self, name):
+            return getattr(self._loader, name)
+
+    class Finder:
+        """Answers for ``lmms_eval.tasks`` alone, with the spec the other finders give (our start-up hook's
+        included, which asks every finder but itself: ``busy`` keeps that from coming back here)."""
+
+        busy = False
+
+        def find_spec(self, fullname, search_path, target=None):
+            if fullname != "lmms_eval.tasks" or self.busy:
+                return None
+            self.busy = True
+            try:
+                for finder in sys.meta_path:
+                    if finder is self or not hasattr(finder, "find_spec"):
+                        continue
+                    spec = finder.find_spec(fullname, search_path, target)
+                    if spec is not None:
+                        if spec.loader is not None:
+                            spec.loader = Loader(spec.loader)
+                        sys.meta_path.remove(self)
+                        return spec
+            finally:
+                self.busy = False
+            return None
+
+        def invalidate_caches(self):
+            pass
+
+    sys.meta_path.insert(0, Finder())
+
+
 def _child(request: dict) -> int:
     """In the fork: become ``python -m MODULE ARGS`` under the request's environment, and run it."""
     import io
@@ -126,6 +222,8 @@ def _child(request: dict) -> int:
     extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [os.getcwd(), *[os.path.abspath(p) for p in extra], *request["base_path"]]
     sys.argv = [request["module"], *request["args"]]  # runpy puts the module's file first, as -m does
+    if request.get("task_index"):
+        _reuse_task_index(request["task_index"])
     try:
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         code = 0
@@ -206,15 +304,48 @@ class Zygote:
         hello = json.loads(self.proc.stdout.readline() or "{}")
         self.modules = set(hello.get("modules", ()))
         self.safe = hello.get("threads_started") == 0 and not hello.get("env_readers", True)
+        self.task_index: str | None = None  # made for the first lmms-eval run (build_task_index); None: live
+        self._scratch = None
+
+    def task_index_file(self, timeout: float) -> str | None:
+        """The built-in task index file: made once per test run by a fork of the first zygote that asks (in
+        :data:`INDEX_FOLDER`, shared by every worker, under a file lock; without it, once per zygote). On
+        failure every run indexes live, as lmms-eval does, and the reason is printed."""
+        if self._scratch is None:
+            import tempfile
+
+            from filelock import FileLock
+
+            self._scratch = tempfile.TemporaryDirectory(prefix="zygote-index-")
+            scratch = Path(self._scratch.name)
+            path = str(Path(INDEX_FOLDER or scratch) / "lmms_eval_task_index.pickle")
+            with FileLock(path + ".lock"):
+                code, stderr = 0, ""
+                if not os.path.exists(path):
+                    here = os.path.dirname(os.path.abspath(__file__))
+                    request = {"module": "forkserver", "args": [BUILD_INDEX, path], "env": self.env, "cwd": here}
+                    code, _, stderr = self._run(request, scratch, timeout)
+            if code == 0 and os.path.exists(path):
+                self.task_index = path
+            else:
+                print(f"forkserver: lmms-eval's task index not shared (status {code}):\n{stderr[-2000:]}",
+                      file=sys.stderr)  # fmt: skip
+        return self.task_index
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def run(self, module: str, args: list[str], env: dict[str, str], cwd: Path, scratch: Path,
             timeout: float) -> tuple[int, str, str]:  # fmt: skip
+        # made for the first lmms-eval run (a zygote that only runs `lmms-spatial report` never pays for it)
+        index = self.task_index_file(timeout) if module == "lmms_eval" else self.task_index
+        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index}
+        return self._run(request, scratch, timeout)
+
+    def _run(self, request: dict, scratch: Path, timeout: float) -> tuple[int, str, str]:
         out, err = scratch / "stdout", scratch / "stderr"
-        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "stdout": str(out),
-                   "stderr": str(err)}  # fmt: skip
+        module, args = request["module"], request["args"]
+        request = {**request, "stdout": str(out), "stderr": str(err)}
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         pid = self._reply()["pid"]
@@ -237,9 +368,12 @@ class Zygote:
         if self.alive():
             self.proc.stdin.close()
             self.proc.wait(timeout=60)
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
 
 _zygotes: dict[tuple, Zygote] = {}
+INDEX_FOLDER: Path | None = None  # where the built-in task index is kept for every worker (tests/conftest.py)
 MAX_ZYGOTES = 3  # per worker: one per start-up environment (usually just the suite's offline one)
 
 
@@ -285,4 +419,7 @@ def run_module(module: str, args: list[str], env: dict[str, str], cwd: Path | No
 
 
 if __name__ == "__main__":
-    serve()
+    if sys.argv[1:2] == [BUILD_INDEX]:
+        build_task_index(sys.argv[2])
+    else:
+        serve()

@@ -112,3 +112,50 @@ def test_the_suite_s_runner_forks_and_a_real_run_prints_the_same(tmp_path, monke
     assert (forked.returncode, forked.stderr) == (real.returncode, real.stderr) == (5, "to stderr\n")
     assert json.loads(forked.stdout) == json.loads(real.stdout)
     assert json.loads(real.stdout)["hf_home"] == str(tmp_path / "hf")
+
+
+INDEX_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    from loguru import logger
+    logged = []
+    logger.add(lambda m: logged.append([m.record["level"].name, m.record["message"]]), level=0)
+    from lmms_eval.tasks import TaskManager
+    manager = TaskManager(include_path=sys.argv[1])
+    print(json.dumps({"index": manager.task_index, "logged": logged,
+                      "shared": hasattr(TaskManager._get_task_and_group, "__wrapped__")}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_forked_run_reuses_lmms_eval_s_built_in_task_index_and_indexes_other_folders_live(zygote, tmp_path):
+    """The fork's TaskManager holds the index a real process makes (lmms-eval's ~1,900 built-in YAMLs from the
+    zygote's shared copy, a user's --include_path folder and ours read live) and logs the same messages."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "index_probe.py").write_text(INDEX_PROBE)
+    user = tmp_path / "user_tasks"
+    user.mkdir()
+    (user / "mine.yaml").write_text("task: my_probe_task\ntag: my_probe_tag\ndataset_path: nowhere\n")
+    env = {**zygote.env, "PYTHONPATH": str(tmp_path / "mods")}
+    assert zygote.task_index_file(timeout=300) is not None  # made for the first `lmms_eval` run, here at once
+    code, stdout, stderr = zygote.run("index_probe", [str(user)], env, tmp_path, tmp_path, timeout=300)
+    assert code == 0, stderr[-3000:]
+    forked = json.loads(stdout)
+    real = subprocess.run([sys.executable, "-m", "index_probe", str(user)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert real.returncode == 0, real.stderr[-3000:]
+    fresh = json.loads(real.stdout)
+    assert (forked["shared"], fresh["shared"]) == (True, False)
+    assert forked["index"]["my_probe_task"] == {"type": "task", "yaml_path": str(user / "mine.yaml")}
+    assert forked["index"]["my_probe_tag"] == {"type": "tag", "task": ["my_probe_task"], "yaml_path": -1}
+    assert forked["index"]["mme"]["yaml_path"].endswith("/lmms_eval/tasks/mme/mme.yaml")  # lmms-eval's own
+    assert forked["index"]["mmsi_vanilla"]["yaml_path"] == str(
+        forkserver.Path(__file__).parents[1] / "tasks" / "mmsi" / "mmsi_vanilla.yaml"
+    )
+    assert len(forked["index"]) == len(fresh["index"]) > 2000
+    assert forked == {**fresh, "shared": True}
