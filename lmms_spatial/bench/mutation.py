@@ -162,6 +162,18 @@ GROUPS = (
         ("lmms_spatial/data/convert/dori.py",),
         ("tests/scripts/test_convert_dori.py", "tests/scripts/test_convert_dori_edges.py"),
     ),
+    # the judge: which part of a reply is the verdict, retries, what a cache key holds and what is read back (its
+    # fast tests against a loopback server; the two-process cache test spawns interpreters and is left to the suite)
+    Group(
+        "judge",
+        ("lmms_spatial/judge/client.py", "lmms_spatial/judge/cache.py"),
+        (
+            "tests/judge/test_judge_client.py",
+            "tests/judge/test_judge_verdict_text.py",
+            "tests/judge/test_judge_faults.py",
+            "tests/judge/test_judge_units.py",
+        ),
+    ),
     # the ODI-Bench converter (lmms_spatial/data/convert/odi_bench.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )

@@ -1,0 +1,290 @@
+"""The judge's small rules, each pinned with hand-made inputs (issue 42: the mutation check's survivors in
+``judge/client.py`` and ``judge/cache.py``): the verdict cache's stored text, first-writer-wins, corrupt-file
+quarantine and close; the retry wait, Retry-After, key redaction, an outage noted before judging, the shared judges'
+settings and the progress bar. Fast: no server, or none that is asked more than a few times."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from lmms_spatial.judge import UNPARSED_REASON, JudgeConfig, JudgeUnavailableError, get_judge
+from lmms_spatial.judge.cache import CACHE_FILENAME, CacheEntry, VerdictCache
+from lmms_spatial.judge.client import (
+    Judge,
+    MalformedResponse,
+    Verdict,
+    _is_retryable,
+    _retry_after,
+    note_unreachable,
+    refused_keys,
+    reply_text,
+)
+from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply, osr_item
+
+NOWHERE = "http://127.0.0.1:9/v1"  # never asked: the tests below send nothing, or fail before sending
+
+
+def _judge(**overrides: Any) -> Judge:
+    values: dict[str, Any] = {"model": "judge-a", "base_url": NOWHERE, "api_key": "k", "cache_dir": None}
+    return Judge("osr_negative", JudgeConfig(**{**values, **overrides}))
+
+
+# -- the verdict cache -------------------------------------------------------------------------------------------
+
+
+def _put(cache: VerdictCache, key: str, entry: CacheEntry, request: Any = None) -> bool:
+    return cache.put(key, entry, judge_model="m", rubric="r", rubric_version="1", request=request or {})
+
+
+def test_the_cache_stores_request_and_details_as_sorted_unescaped_json(tmp_path: Path) -> None:
+    cache = VerdictCache(str(tmp_path))
+    details = {"z": "ü", "a": Path("/x/y")}  # a value JSON cannot hold is stored as its text
+    assert _put(cache, "k1", CacheEntry(0.5, "why", "raw", "lbl", details), request={"b": 1, "a": "é"})
+    with sqlite3.connect(tmp_path / CACHE_FILENAME) as conn:
+        row = conn.execute("SELECT request, details, score, reason, raw_reply, label FROM verdicts").fetchone()
+    assert row == ('{"a": "é", "b": 1}', '{"a": "/x/y", "z": "ü"}', 0.5, "why", "raw", "lbl")
+    assert cache.get("k1") == CacheEntry(0.5, "why", "raw", "lbl", {"a": "/x/y", "z": "ü"})
+    assert cache.get("k2") is None
+
+
+def test_the_first_verdict_stored_for_a_key_is_the_one_read_back(tmp_path: Path) -> None:
+    cache = VerdictCache(str(tmp_path))
+    assert _put(cache, "k", CacheEntry(1.0, "first", "a")) is True
+    assert _put(cache, "k", CacheEntry(0.0, "second", "b")) is False
+    assert _put(cache, "other", CacheEntry(0.0, "third", "c")) is True
+    assert cache.get("k") == CacheEntry(1.0, "first", "a", None, {})
+    assert len(cache) == 2 and cache.integrity_ok() is True
+
+
+def test_close_closes_the_connections_and_a_later_read_opens_a_new_one(tmp_path: Path) -> None:
+    cache = VerdictCache(str(tmp_path))
+    _put(cache, "k", CacheEntry(1.0, "r", None))
+    conn = cache._conn()
+    cache.close()
+    with pytest.raises(sqlite3.ProgrammingError):  # closed
+        conn.execute("SELECT 1")
+    assert cache.get("k") == CacheEntry(1.0, "r", None)
+
+
+def test_a_corrupt_cache_is_moved_aside_under_a_dated_name_with_its_wal_and_shm_removed(
+    tmp_path: Path, caplog_loguru
+) -> None:
+    import os
+
+    cache = VerdictCache(str(tmp_path))
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / (CACHE_FILENAME + suffix)).write_bytes(b"garbage")
+    cache._quarantine(sqlite3.DatabaseError("file is not a database"))
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(CACHE_FILENAME + ".corrupt-")) == []
+    (aside,) = [p.name for p in tmp_path.iterdir()]
+    assert re.fullmatch(re.escape(CACHE_FILENAME) + rf"\.corrupt-\d{{8}}-\d{{6}}-{os.getpid()}", aside)
+    assert (tmp_path / aside).read_bytes() == b"garbage"
+    assert caplog_loguru.text.rstrip().endswith(
+        f"judge cache {cache.path} is not a usable SQLite database (file is not a database); moved it to "
+        f"{tmp_path / aside} and started a fresh cache (cached verdicts are judged again)"
+    )
+    # a second corruption in the same process is raised, naming the file
+    with pytest.raises(sqlite3.DatabaseError, match=r"\(again after starting a fresh one\)$"):
+        cache._quarantine(sqlite3.DatabaseError("malformed"))
+
+
+def test_a_corrupt_cache_another_process_already_moved_is_said_so(tmp_path: Path, caplog_loguru) -> None:
+    cache = VerdictCache(str(tmp_path))
+    cache._quarantine(sqlite3.DatabaseError("malformed"))  # no file there any more
+    assert "moved it to (already moved by another process) and started" in caplog_loguru.text
+
+
+# -- the client's rules --------------------------------------------------------------------------------------------
+
+
+def test_a_verdict_as_a_dict_holds_every_field_with_plain_details() -> None:
+    details = {"confidence": "high"}
+    verdict = Verdict(1.0, "ok", "raw", "judge-a", "osr_negative", "2.0", True, "yes", details)
+    assert verdict.as_dict() == {
+        "score": 1.0,
+        "reason": "ok",
+        "raw_reply": "raw",
+        "judge": "judge-a",
+        "rubric": "osr_negative",
+        "rubric_version": "2.0",
+        "cached": True,
+        "label": "yes",
+        "details": {"confidence": "high"},
+    }
+    assert type(verdict.as_dict()["details"]) is dict
+
+
+def test_an_error_that_is_no_transport_fault_is_not_retried() -> None:
+    assert _is_retryable(ValueError("a bug of ours")) is False
+    assert _is_retryable(KeyError("choices")) is False
+
+
+@pytest.mark.parametrize(
+    ("response", "seconds"),
+    [
+        (SimpleNamespace(headers={"retry-after": "2.5"}), 2.5),
+        (SimpleNamespace(headers={"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}), None),  # a date: not used
+        (SimpleNamespace(headers={}), None),
+        (SimpleNamespace(), None),  # a response without headers
+        (None, None),
+    ],
+)
+def test_retry_after_is_the_header_s_seconds_when_it_holds_a_number(response: Any, seconds: float | None) -> None:
+    assert _retry_after(SimpleNamespace(response=response)) == seconds
+
+
+def _state(attempt: int, exc: BaseException | None = None) -> Any:
+    return SimpleNamespace(attempt_number=attempt, outcome=SimpleNamespace(exception=lambda: exc))
+
+
+def test_the_wait_doubles_from_the_base_up_to_the_cap_and_a_retry_after_raises_it_up_to_the_cap() -> None:
+    judge = _judge(backoff_base=1.0, backoff_max=4.0, jitter=0.0)
+    # 1 * 2 ** (attempt - 1): 1, 2, 4, then 8 and 16 capped at 4
+    assert [judge._wait(_state(n)) for n in (1, 2, 3, 4, 5)] == [1.0, 2.0, 4.0, 4.0, 4.0]
+    hinted = SimpleNamespace(response=SimpleNamespace(headers={"retry-after": "3"}))
+    assert judge._wait(_state(1, hinted)) == 3.0  # max(1, 3)
+    huge = SimpleNamespace(response=SimpleNamespace(headers={"retry-after": "100"}))
+    assert judge._wait(_state(1, huge)) == 4.0  # max(1, min(100, 4))
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "shown"),
+    [
+        ("abcd", "sent abcd to abcd.example", "sent [redacted] to [redacted].example"),
+        ("abc", "sent abc", "sent abc"),  # shorter than 4: would blank out common words
+        (None, "no key set", "no key set"),
+        ("", "no key set", "no key set"),
+    ],
+)
+def test_the_api_key_is_redacted_when_it_is_four_characters_or_more(key: str | None, text: str, shown: str) -> None:
+    assert _judge(api_key=key)._redact(text) == shown
+
+
+def test_an_endpoint_noted_unreachable_at_start_fails_the_first_item_at_once_naming_what_happened() -> None:
+    config = JudgeConfig(model="judge-a", base_url=NOWHERE, api_key="k", cache_dir=None, max_retries=0)
+    note_unreachable(config, "the probe got no answer")
+    with pytest.raises(JudgeUnavailableError) as caught:
+        Judge("osr_negative", config).score(osr_item(1))
+    assert str(caught.value).startswith(
+        "judge unavailable: the probe got no answer when the run started. Check that the server is up and "
+    )
+    assert "[judge marked unavailable 0 s ago; not retrying for 60 s]" in str(caught.value)
+    assert (caught.value.base_url, caught.value.model) == (NOWHERE, "judge-a")
+
+
+def test_get_judge_builds_the_config_from_the_environment_with_the_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "env-model")
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE_BASE_URL", NOWHERE)
+    judge = get_judge("osr_negative", concurrency=3)
+    assert (judge.config.model, judge.config.base_url, judge.config.concurrency) == ("env-model", NOWHERE, 3)
+    given = JudgeConfig(model="given", base_url=NOWHERE, concurrency=2)
+    other = get_judge("osr_negative", given, model="override")
+    assert (other.config.model, other.config.base_url, other.config.concurrency) == ("override", NOWHERE, 2)
+    assert get_judge("osr_negative", given).config is given
+
+
+def test_close_waits_for_work_in_flight_and_releases_pool_client_and_cache(tmp_path: Path) -> None:
+    judge = _judge(cache_dir=str(tmp_path))
+    finished: list[bool] = []
+    running = judge._get_executor().submit(lambda: (time.sleep(0.3), finished.append(True)))
+    client, cache = judge._get_client(), judge._get_cache()
+    connection = cache._conn()
+    judge.close()
+    assert running.done() and finished == [True]  # shutdown(wait=True)
+    assert client._client.is_closed
+    with pytest.raises(sqlite3.ProgrammingError):
+        connection.execute("SELECT 1")
+    assert (judge._executor, judge._client, judge._cache) == (None, None, None)
+
+
+def test_the_bar_follows_the_config_when_no_progress_is_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tqdm.auto
+
+    bars: list[dict[str, Any]] = []
+
+    class Recorded:
+        def __init__(self, **kwargs: Any) -> None:
+            bars.append(kwargs)
+
+        def update(self, n: int) -> None:
+            pass
+
+        def __enter__(self) -> Recorded:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Recorded)
+    monkeypatch.setattr(Judge, "score", lambda self, item: item["i"])
+    for progress in (True, False):
+        assert _judge(progress=progress).score_many([{"i": 1}, {"i": 2}]) == [1, 2]
+    assert bars == [
+        {"total": 2, "desc": "judge osr_negative (judge-a)", "disable": False, "unit": "item"},
+        {"total": 2, "desc": "judge osr_negative (judge-a)", "disable": True, "unit": "item"},
+    ]
+
+
+def test_an_endpoint_that_refuses_the_key_is_recorded_with_its_status() -> None:
+    with FakeJudgeServer() as server:
+        server.handler = lambda request: FakeReply(status=403, content="no")
+        config = JudgeConfig(model="judge-a", base_url=server.base_url, api_key="k", cache_dir=None, progress=False)
+        with pytest.raises(JudgeUnavailableError) as caught:
+            Judge("osr_negative", config).score(osr_item(1))
+        assert str(caught.value) == (
+            f"judge endpoint {server.base_url}/ refused the request for model 'judge-a' with HTTP 403: Error code: "
+            "403 - no (set LMMS_SPATIAL_JUDGE_API_KEY to a key it accepts)"
+        )
+        assert refused_keys() == {f"{server.base_url}/": 403}
+
+
+def test_a_judge_that_fails_every_attempt_says_how_often_where_and_the_last_error() -> None:
+    with FakeJudgeServer() as server:
+        server.handler = lambda request: FakeReply(status=503, content="down")
+        config = JudgeConfig(
+            model="judge-a", base_url=server.base_url, api_key="k", cache_dir=None, progress=False, max_retries=0
+        )
+        with pytest.raises(JudgeUnavailableError) as caught:
+            Judge("osr_negative", config).score(osr_item(1))
+        url = f"{server.base_url}/"
+    assert str(caught.value) == (
+        f"judge unavailable: 1 attempt(s) to reach {url} with model 'judge-a' failed (last error: "
+        "InternalServerError: Error code: 503 - down). Check that the server is up and LMMS_SPATIAL_JUDGE_BASE_URL / "
+        "LMMS_SPATIAL_JUDGE_API_KEY, or set LMMS_SPATIAL_JUDGE=none to score with the rule-based fallback."
+    )
+    assert (caught.value.base_url, caught.value.model) == (url, "judge-a")
+
+
+def test_a_body_with_a_choice_but_no_message_or_no_text_is_malformed() -> None:
+    with pytest.raises(MalformedResponse, match=r"^no message content in the first choice \(NoneType\)$"):
+        reply_text(SimpleNamespace(choices=[SimpleNamespace()]))
+    content = SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=5))])
+    with pytest.raises(MalformedResponse, match=r"^no message content in the first choice \(int\)$"):
+        reply_text(content)
+    long_page = "<html>" + "x" * 200
+    with pytest.raises(MalformedResponse) as caught:
+        reply_text(long_page)
+    assert str(caught.value) == f"no choices in the response ({long_page[:120]!r})"
+
+
+def test_a_cached_verdict_is_read_back_whole_and_an_unparsed_one_is_counted(tmp_path: Path) -> None:
+    judge = _judge(cache_dir=str(tmp_path))
+    items = [osr_item(1), osr_item(2)]
+    keys = [judge.cache_key(judge.request_for(item)) for item in items]
+    cache = VerdictCache(str(tmp_path))
+    _put(cache, keys[0], CacheEntry(1.0, "judge_score_1", '{"score": 1}', "yes", {"confidence": "high"}))
+    _put(cache, keys[1], CacheEntry(0.0, UNPARSED_REASON, "no idea", None, {"attempts": 3}))
+    first, second = judge.score(items[0]), judge.score(items[1])  # no server: both come from the cache
+    assert first == Verdict(
+        1.0, "judge_score_1", '{"score": 1}', "judge-a", "osr_negative", "2.0", True, "yes", {"confidence": "high"}
+    )
+    assert (second.reason, second.raw_reply, second.details) == (UNPARSED_REASON, "no idea", {"attempts": 3})
+    assert (judge.stats.items, judge.stats.cache_hits, judge.stats.unparsed) == (2, 2, 1)
+    assert judge.stats.example_unparsed == "no idea"
