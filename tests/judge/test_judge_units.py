@@ -101,6 +101,38 @@ def test_a_corrupt_cache_another_process_already_moved_is_said_so(tmp_path: Path
     assert "moved it to (already moved by another process) and started" in caplog_loguru.text
 
 
+def test_a_cache_waits_sixty_seconds_by_default_for_another_writer_and_gives_sqlite_that_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert VerdictCache(str(tmp_path)).busy_timeout == 60.0
+    real, timeouts = sqlite3.connect, []
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        timeouts.append(kwargs.get("timeout"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    VerdictCache(str(tmp_path), busy_timeout=7.5).get("k")
+    assert timeouts == [7.5]
+
+
+def test_a_database_locked_while_another_process_creates_it_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, calls = sqlite3.connect, []
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    cache = VerdictCache(str(tmp_path))
+    assert _put(cache, "k", CacheEntry(1.0, "r", None)) is True
+    assert len(calls) == 2
+
+
 # -- the client's rules --------------------------------------------------------------------------------------------
 
 
