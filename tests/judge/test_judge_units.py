@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -131,6 +132,109 @@ def test_a_database_locked_while_another_process_creates_it_is_tried_again(
     cache = VerdictCache(str(tmp_path))
     assert _put(cache, "k", CacheEntry(1.0, "r", None)) is True
     assert len(calls) == 2
+
+
+def _connect_failing(monkeypatch: pytest.MonkeyPatch, *errors: Exception) -> list[int]:
+    """``sqlite3.connect`` raising ``errors`` in turn on its first calls, then connecting; returns the call log."""
+    real, calls = sqlite3.connect, []
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        calls.append(1)
+        if len(calls) <= len(errors):
+            raise errors[len(calls) - 1]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        sqlite3.OperationalError("file is not a database"),
+        sqlite3.OperationalError("database disk image is malformed"),
+        sqlite3.DatabaseError("file is not a database"),
+    ],
+)
+def test_a_cache_sqlite_cannot_read_is_started_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog_loguru, error: Exception
+) -> None:
+    calls = _connect_failing(monkeypatch, error)
+    cache = VerdictCache(str(tmp_path))
+    assert _put(cache, "k", CacheEntry(1.0, "r", None)) is True
+    assert len(calls) == 2 and cache.get("k") == CacheEntry(1.0, "r", None)
+    assert f"is not a usable SQLite database ({error}); moved it to (already moved" in caplog_loguru.text
+
+
+@pytest.mark.parametrize("message", ["database is locked", "database is busy"])
+def test_a_locked_or_busy_database_is_tried_again_after_a_short_random_pause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, message: str
+) -> None:
+    import random
+
+    pauses: list[float] = []
+    monkeypatch.setattr(time, "sleep", pauses.append)
+    monkeypatch.setattr(random, "random", lambda: 0.5)
+    calls = _connect_failing(monkeypatch, sqlite3.OperationalError(message))
+    assert _put(VerdictCache(str(tmp_path)), "k", CacheEntry(1.0, "r", None)) is True
+    assert len(calls) == 2 and pauses == [pytest.approx(0.01 + 0.5 * 0.05)]
+
+
+def test_any_other_error_opening_the_cache_is_raised_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _connect_failing(monkeypatch, *[sqlite3.OperationalError("unable to open database file")] * 50)
+    with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+        VerdictCache(str(tmp_path), busy_timeout=0.5).get("k")
+    assert len(calls) == 1
+
+
+def test_a_database_locked_past_the_busy_timeout_is_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _connect_failing(monkeypatch, *[sqlite3.OperationalError("database is locked")] * 10_000)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        VerdictCache(str(tmp_path), busy_timeout=0.05).get("k")
+    assert 2 <= len(calls) < 10_000  # tried again, then gave up
+
+
+def test_a_thread_keeps_its_connection_and_a_forked_child_opens_its_own(tmp_path: Path) -> None:
+    import os
+
+    cache = VerdictCache(str(tmp_path))
+    parent = cache._conn()
+    assert cache._conn() is parent
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's exit status is the assertion
+        os._exit(0 if cache._conn() is not parent else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_finished_thread_s_connection_is_closed_and_a_running_one_s_is_kept_until_close(tmp_path: Path) -> None:
+    cache = VerdictCache(str(tmp_path))
+    opened: dict[str, sqlite3.Connection] = {}
+    release = threading.Event()
+
+    def finished() -> None:
+        opened["finished"] = cache._conn()
+
+    def running() -> None:
+        opened["running"] = cache._conn()
+        release.wait(10)
+
+    first = threading.Thread(target=finished)
+    first.start()
+    first.join()
+    second = threading.Thread(target=running)
+    second.start()
+    while "running" not in opened:
+        time.sleep(0.01)
+    with pytest.raises(sqlite3.ProgrammingError):  # closed when the running thread connected
+        opened["finished"].execute("SELECT 1")
+    cache._conn().execute("SELECT 1")  # the main thread's
+    opened["running"].execute("SELECT 1")  # still open
+    cache.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        opened["running"].execute("SELECT 1")
+    release.set()
+    second.join()
 
 
 # -- the client's rules --------------------------------------------------------------------------------------------
