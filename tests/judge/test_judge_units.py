@@ -424,3 +424,79 @@ def test_a_cached_verdict_is_read_back_whole_and_an_unparsed_one_is_counted(tmp_
     assert (second.reason, second.raw_reply, second.details) == (UNPARSED_REASON, "no idea", {"attempts": 3})
     assert (judge.stats.items, judge.stats.cache_hits, judge.stats.unparsed) == (2, 2, 1)
     assert judge.stats.example_unparsed == "no idea"
+
+
+SIX_OPTIONS = {"question": "Which is left?", "options": ["a", "b", "c", "d", "e", "f"], "response": "e"}
+
+
+def _replies(server: FakeJudgeServer, replies: list[str]) -> None:
+    queue = list(replies)
+    server.handler = lambda request: queue.pop(0)
+
+
+def _mcq_judge(server: FakeJudgeServer) -> Judge:
+    config = JudgeConfig(model="judge-a", base_url=server.base_url, api_key="k", cache_dir=None, progress=False)
+    return Judge("mcq_extract", config)
+
+
+def test_a_reply_read_against_its_item_on_the_third_try_keeps_its_label_and_the_two_earlier_replies() -> None:
+    with FakeJudgeServer() as server:
+        _replies(server, ["G", "no letter", "E"])  # E is an option of a six-option item (A-F), G is not
+        verdict = _mcq_judge(server).score(SIX_OPTIONS)
+    assert (verdict.score, verdict.reason, verdict.label, verdict.raw_reply) == (1.0, "judge_letter_E", "E", "E")
+    assert verdict.details == {"earlier_replies": ["G", "no letter"]}
+
+
+def test_a_reply_never_read_keeps_the_last_parse_error_the_attempts_and_the_earlier_replies() -> None:
+    with FakeJudgeServer() as server:
+        _replies(server, ["no letter", "H", "G"])
+        verdict = _mcq_judge(server).score(SIX_OPTIONS)
+    assert (verdict.score, verdict.reason, verdict.raw_reply) == (0.0, UNPARSED_REASON, "G")
+    assert verdict.details == {
+        "parse_error": "letter G is not one of ABCDEF",
+        "attempts": 3,
+        "earlier_replies": ["no letter", "H"],
+    }
+
+
+def test_without_an_api_key_the_client_sends_the_placeholder_key() -> None:
+    assert _judge(api_key=None)._get_client().api_key == "EMPTY"
+    assert _judge(api_key="sk-1")._get_client().api_key == "sk-1"
+
+
+def test_a_verdict_another_thread_stored_while_this_one_registered_is_read_not_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge = _judge(cache_dir=str(tmp_path), max_retries=0)  # NOWHERE: asking would fail
+    item = osr_item(1)
+    key = judge.cache_key(judge.request_for(item))
+    _put(VerdictCache(str(tmp_path)), key, CacheEntry(1.0, "stored", "raw"))
+    real, seen = VerdictCache.get, []
+
+    def first_misses(self: VerdictCache, wanted: str) -> CacheEntry | None:
+        seen.append(wanted)
+        return None if len(seen) == 1 else real(self, wanted)
+
+    monkeypatch.setattr(VerdictCache, "get", first_misses)
+    verdict = judge.score(item)
+    assert (verdict.score, verdict.reason, verdict.cached) == (1.0, "stored", True)
+    assert seen == [key, key]
+
+
+def test_when_another_process_stored_the_key_first_its_verdict_is_the_one_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = VerdictCache.put
+
+    def other_process_first(self: VerdictCache, key: str, entry: CacheEntry, **meta: Any) -> bool:
+        real(self, key, CacheEntry(0.0, "theirs", "their reply"), **meta)
+        return real(self, key, entry, **meta)
+
+    monkeypatch.setattr(VerdictCache, "put", other_process_first)
+    with FakeJudgeServer() as server:
+        server.handler = lambda request: '{"score": 1, "confidence": "high"}'
+        config = JudgeConfig(
+            model="judge-a", base_url=server.base_url, api_key="k", cache_dir=str(tmp_path), progress=False
+        )
+        verdict = Judge("osr_negative", config).score(osr_item(1))
+    assert (verdict.score, verdict.reason, verdict.raw_reply, verdict.cached) == (0.0, "theirs", "their reply", True)
