@@ -359,9 +359,16 @@ def test_the_bar_follows_the_config_when_no_progress_is_passed(monkeypatch: pyte
             pass
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Recorded)
-    monkeypatch.setattr(Judge, "score", lambda self, item: item["i"])
+    threads: set[str] = set()
+
+    def score(self: Judge, item: dict[str, int]) -> int:
+        threads.add(threading.current_thread().name.rsplit("_", 1)[0])
+        return item["i"]
+
+    monkeypatch.setattr(Judge, "score", score)
     for progress in (True, False):
         assert _judge(progress=progress).score_many([{"i": 1}, {"i": 2}]) == [1, 2]
+    assert threads == {"lmms-spatial-judge"}  # the pool's threads are named for a stack dump
     assert bars == [
         {"total": 2, "desc": "judge osr_negative (judge-a)", "disable": False, "unit": "item"},
         {"total": 2, "desc": "judge osr_negative (judge-a)", "disable": True, "unit": "item"},
