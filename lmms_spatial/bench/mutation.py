@@ -179,7 +179,12 @@ GROUPS = (
     Group(
         "replay_staged",
         ("lmms_spatial/models/replay.py", "lmms_spatial/models/staged.py"),
-        ("tests/models/test_replay_answers.py", "tests/models/test_replay_files.py", "tests/models/test_staged.py"),
+        (
+            "tests/models/test_replay_answers.py",
+            "tests/models/test_replay_files.py",
+            "tests/models/test_staged.py",
+            "tests/models/test_staged_jobs.py",
+        ),
     ),
     # the ODI-Bench converter (lmms_spatial/data/convert/odi_bench.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
