@@ -375,17 +375,29 @@ def test_the_bar_follows_the_config_when_no_progress_is_passed(monkeypatch: pyte
     ]
 
 
-def test_an_endpoint_that_refuses_the_key_is_recorded_with_its_status() -> None:
+@pytest.mark.parametrize(
+    ("status", "hint", "recorded"),
+    [
+        (401, " (set LMMS_SPATIAL_JUDGE_API_KEY to a key it accepts)", True),
+        (403, " (set LMMS_SPATIAL_JUDGE_API_KEY to a key it accepts)", True),
+        (404, "", False),  # a wrong model name or path: not the key
+    ],
+)
+def test_an_endpoint_that_refuses_the_request_is_named_and_a_refused_key_recorded(
+    status: int, hint: str, recorded: bool
+) -> None:
     with FakeJudgeServer() as server:
-        server.handler = lambda request: FakeReply(status=403, content="no")
+        server.handler = lambda request: FakeReply(status=status, content="no")
         config = JudgeConfig(model="judge-a", base_url=server.base_url, api_key="k", cache_dir=None, progress=False)
         with pytest.raises(JudgeUnavailableError) as caught:
             Judge("osr_negative", config).score(osr_item(1))
-        assert str(caught.value) == (
-            f"judge endpoint {server.base_url}/ refused the request for model 'judge-a' with HTTP 403: Error code: "
-            "403 - no (set LMMS_SPATIAL_JUDGE_API_KEY to a key it accepts)"
-        )
-        assert refused_keys() == {f"{server.base_url}/": 403}
+        url = f"{server.base_url}/"
+    assert str(caught.value) == (
+        f"judge endpoint {url} refused the request for model 'judge-a' with HTTP {status}: Error code: {status} - no"
+        + hint
+    )
+    assert (caught.value.base_url, caught.value.model) == (url, "judge-a")
+    assert refused_keys() == ({url: status} if recorded else {})
 
 
 def test_a_judge_that_fails_every_attempt_says_how_often_where_and_the_last_error() -> None:
