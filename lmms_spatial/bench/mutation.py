@@ -174,20 +174,9 @@ GROUPS = (
             "tests/judge/test_judge_units.py",
         ),
     ),
-    # which logged answer a replay gives (refusals, missing answers, which of two runs wins) and which map the staged
-    # model hands each image (cache keys per image; the fake model draws a different map per image)
-    Group(
-        "replay_staged",
-        ("lmms_spatial/models/replay.py", "lmms_spatial/models/staged.py"),
-        (
-            "tests/models/test_replay_answers.py",
-            "tests/models/test_replay_files.py",
-            "tests/models/test_staged.py",
-            "tests/models/test_staged_jobs.py",
-        ),
-    ),
     # the ODI-Bench converter (lmms_spatial/data/convert/odi_bench.py) joins when a whole run of it passes: its tests
-    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
+    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md); so do models/replay.py and
+    # models/staged.py, against tests/models/test_replay_{answers,files}.py and test_staged{,_jobs}.py
 )
 
 
