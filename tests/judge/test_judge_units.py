@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from lmms_spatial.judge import UNPARSED_REASON, JudgeConfig, JudgeUnavailableError, get_judge
+from lmms_spatial.judge import client as judge_client
 from lmms_spatial.judge.cache import CACHE_FILENAME, CacheEntry, VerdictCache
 from lmms_spatial.judge.client import (
     Judge,
@@ -23,6 +24,7 @@ from lmms_spatial.judge.client import (
     Verdict,
     _is_retryable,
     _retry_after,
+    forget_outage,
     note_unreachable,
     refused_keys,
     reply_text,
@@ -519,3 +521,11 @@ def test_when_another_process_stored_the_key_first_its_verdict_is_the_one_report
         )
         verdict = Judge("osr_negative", config).score(osr_item(1))
     assert (verdict.score, verdict.reason, verdict.raw_reply, verdict.cached) == (0.0, "theirs", "their reply", True)
+
+
+def test_forgetting_an_outage_forgets_only_that_endpoint_s() -> None:
+    other = "http://127.0.0.1:10/v1"
+    for base_url in (NOWHERE, other):
+        note_unreachable(JudgeConfig(model="judge-a", base_url=base_url, cache_dir=None), "no answer")
+    forget_outage(NOWHERE)
+    assert sorted(judge_client._OUTAGES) == [other]
