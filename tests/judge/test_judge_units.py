@@ -529,3 +529,25 @@ def test_forgetting_an_outage_forgets_only_that_endpoint_s() -> None:
         note_unreachable(JudgeConfig(model="judge-a", base_url=base_url, cache_dir=None), "no answer")
     forget_outage(NOWHERE)
     assert sorted(judge_client._OUTAGES) == [other]
+
+
+def test_an_answer_from_the_endpoint_ends_its_outage_for_every_judge_sending_there() -> None:
+    with FakeJudgeServer() as server:
+        server.handler = lambda request: '{"score": 1, "confidence": "high"}'
+
+        def config(cooldown: float) -> JudgeConfig:
+            return JudgeConfig(
+                model="judge-a",
+                base_url=server.base_url,
+                api_key="k",
+                cache_dir=None,
+                progress=False,
+                unavailable_cooldown=cooldown,
+            )
+
+        note_unreachable(config(60.0), "no answer")
+        waiting = Judge("osr_negative", config(60.0))
+        with pytest.raises(JudgeUnavailableError, match="marked unavailable"):
+            waiting.score(osr_item(1))
+        assert Judge("osr_negative", config(0.0)).score(osr_item(1)).score == 1.0  # no cooldown: asks, and it answers
+        assert waiting.score(osr_item(2)).score == 1.0  # the outage is over for this judge too
