@@ -551,3 +551,23 @@ def test_an_answer_from_the_endpoint_ends_its_outage_for_every_judge_sending_the
             waiting.score(osr_item(1))
         assert Judge("osr_negative", config(0.0)).score(osr_item(1)).score == 1.0  # no cooldown: asks, and it answers
         assert waiting.score(osr_item(2)).score == 1.0  # the outage is over for this judge too
+
+
+def test_the_rule_based_fallback_s_judgement_is_the_verdict_whole() -> None:
+    none = JudgeConfig(model="none", cache_dir=None)
+    counting = {"skill": "object_counting", "question": "How many chairs?", "answer": "4", "response": "3 chairs"}
+    # 3 for 4: 1 - |3 - 4| / 4 = 0.75
+    assert Judge("osr_negative", none).score(counting) == Verdict(
+        0.75, "fallback_first_digits", None, "none (rule-based fallback)", "osr_negative", "2.0", False, None,
+        {"parsed": 3},
+    )  # fmt: skip
+    mcq = {"question": "Which is left?", "options": ["a", "b", "c", "d", "e", "f"], "response": "The answer is E"}
+    assert Judge("mcq_extract", none).score(mcq) == Verdict(
+        1.0, "fallback_declared", None, "none (rule-based fallback)", "mcq_extract", "1.0", False, "E", {}
+    )
+
+
+def test_no_judge_model_names_the_endpoint_it_would_have_asked() -> None:
+    with pytest.raises(JudgeUnavailableError) as caught:
+        Judge("osr_negative", JudgeConfig(cache_dir=None)).score(osr_item(1))
+    assert (caught.value.base_url, caught.value.model) == ("https://api.openai.com/v1 (openai default)", None)
