@@ -5,6 +5,7 @@ settings and the progress bar. Fast: no server, or none that is asked more than 
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
@@ -571,3 +572,23 @@ def test_no_judge_model_names_the_endpoint_it_would_have_asked() -> None:
     with pytest.raises(JudgeUnavailableError) as caught:
         Judge("osr_negative", JudgeConfig(cache_dir=None)).score(osr_item(1))
     assert (caught.value.base_url, caught.value.model) == ("https://api.openai.com/v1 (openai default)", None)
+
+
+def test_a_lone_surrogate_in_a_reply_is_sent_as_the_replacement_character() -> None:
+    judge = _judge()
+    item = {**osr_item(1), "response": "left \ud800 of it"}
+    sent = json.dumps(judge.request_for(item)["messages"], ensure_ascii=False)
+    assert "left \ufffd of it" in sent and "\ud800" not in sent
+    assert judge.request_for(osr_item(1)) == judge.request_for(dict(osr_item(1)))  # texts without one: unchanged
+
+
+def test_the_cache_key_is_the_sha256_of_the_documented_payload() -> None:
+    import hashlib
+
+    judge = _judge(max_tokens=7)
+    request = {"model": "judge-a", "messages": [{"role": "user", "content": "é"}], "temperature": 0.0, "max_tokens": 7}
+    payload = (
+        '{"judge_model":"judge-a","messages":[{"content":"é","role":"user"}],"rubric":"osr_negative",'
+        '"rubric_version":"2.0","sampling":{"max_tokens":7,"temperature":0.0}}'
+    )
+    assert judge.cache_key(request) == hashlib.sha256(payload.encode("utf-8")).hexdigest()
