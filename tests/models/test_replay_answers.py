@@ -62,3 +62,23 @@ def test_a_replay_without_samples_or_with_an_unknown_prompt_check_is_refused(sam
         Replay(samples="")
     with pytest.raises(ValueError, match=r"prompt_check must be one of \('error', 'warn', 'off'\), got 'strict'"):
         Replay(samples=samples, prompt_check="strict")
+
+
+def test_prompt_check_warn_scores_a_changed_prompt_but_says_which_in_one_warning(samples):
+    from loguru import logger
+
+    warnings: list[str] = []
+    sink = logger.add(lambda message: warnings.append(message.record["message"]), level="WARNING")
+    try:
+        answers = Replay(samples=samples, prompt_check="warn").generate_until(
+            [_request("t", 0, "QX?"), _request("t", 2, "Q2?")]
+        )
+    finally:
+        logger.remove(sink)
+    assert answers == ["A", "C"]
+    # "Q0?" and "QX?" first differ at character 1
+    assert warnings == [
+        "replay: 1 of 2 prompts differ from the logged ones, e.g. t doc_id 0 at character 1: logged 'Q0?', now "
+        "'QX?'. The logged answers were given to other questions (changed data, option order or prompt). "
+        "prompt_check=warn scores them anyway."
+    ]
