@@ -162,11 +162,20 @@ GROUPS = (
         ("tasks/dori/convert.py",),
         ("tests/scripts/test_convert_dori.py", "tests/scripts/test_convert_dori_edges.py"),
     ),
+    # the judge: what part of a reply is the verdict, retries and refusals, the verdict cache's keys and read-back
+    Group(
+        "judge",
+        ("lmms_spatial/judge/client.py", "lmms_spatial/judge/cache.py"),
+        (
+            "tests/judge/test_judge_client.py",
+            "tests/judge/test_judge_verdict_text.py",
+            "tests/judge/test_judge_faults.py",
+            "tests/judge/test_judge_units.py",
+        ),
+    ),  # fmt: skip
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
-    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md); so do the judge (judge/client.py and
-    # judge/cache.py against tests/judge/test_judge_{client,verdict_text,faults,units}.py: measured, its last
-    # survivors killed with --again, a whole passing run still to record) and models/replay.py + models/staged.py
-    # (against tests/models/test_replay_{answers,files}.py and test_staged{,_jobs}.py: not run yet)
+    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md); so do models/replay.py +
+    # models/staged.py (against tests/models/test_replay_{answers,files}.py and test_staged{,_jobs}.py: not run yet)
 )
 
 

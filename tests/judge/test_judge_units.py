@@ -10,6 +10,7 @@ import re
 import sqlite3
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -592,3 +593,61 @@ def test_the_cache_key_is_the_sha256_of_the_documented_payload() -> None:
         '"rubric_version":"2.0","sampling":{"max_tokens":7,"temperature":0.0}}'
     )
     assert judge.cache_key(request) == hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+# -- who a judge is, and a request shared with one in flight ----------------------------------------------------
+
+
+def test_a_judge_given_no_config_reads_it_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lmms_spatial.conditions import FALLBACK_JUDGE
+
+    monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "none")
+    judge = Judge("osr_negative")
+    assert judge.config.is_none and judge.judge_name == FALLBACK_JUDGE
+
+
+def test_a_judge_with_an_endpoint_but_no_model_is_named_not_configured() -> None:
+    assert _judge(model=None).judge_name == "<not configured>"
+    assert _judge().judge_name == "judge-a"
+
+
+def test_a_request_shared_with_one_in_flight_fails_with_its_error_not_a_missing_verdict() -> None:
+    """Two identical items judged at once: the second waits for the first's request; when that request fails,
+    both fail with the judge's own error (a waiter handed no verdict would fail with a TypeError instead)."""
+    judge = _judge()
+    started, release = threading.Event(), threading.Event()
+
+    def failing(request, item, key, cache):
+        started.set()
+        release.wait(10)
+        raise JudgeUnavailableError("endpoint down", base_url=NOWHERE, model="judge-a")
+
+    judge._score_uncached = failing  # type: ignore[method-assign]
+    errors: list[BaseException] = []
+
+    def score() -> None:
+        try:
+            judge.score(osr_item(1))
+        except BaseException as exc:  # noqa: BLE001 - what each caller sees is the assertion
+            errors.append(exc)
+
+    first = threading.Thread(target=score)
+    first.start()
+    assert started.wait(10)  # the first item's request is in flight
+    ((key, in_flight),) = judge._inflight.items()
+    waiting = threading.Event()
+
+    class Watched(Future):
+        def result(self, timeout=None):
+            waiting.set()  # the second caller is waiting for the first's request
+            return super().result(timeout)
+
+    in_flight.__class__ = Watched
+    second = threading.Thread(target=score)
+    second.start()
+    assert waiting.wait(10)
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert [type(e).__name__ for e in errors] == ["JudgeUnavailableError", "JudgeUnavailableError"]
+    assert judge._inflight == {}
