@@ -61,3 +61,30 @@ def unparsed_rate(records: Iterable[Record]) -> float:
 def chance_level(option_counts: Iterable[int]) -> float:
     """Expected accuracy of a uniform random guess: the mean of 1/len(options)."""
     return mean(1.0 / n for n in option_counts if n > 0)
+
+
+def seed_summary(accuracies_by_seed: Mapping[Any, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Mean and error bar per key over seeds: std / sqrt(number of seeds) (DORI App. K; the report's seed pools).
+
+    ``std`` is the population standard deviation (``numpy.std``'s default, ddof=0); the
+    paper does not say which, so the record also carries ``std_sample`` (ddof=1).
+    """
+    per_type: dict[str, list[float]] = {}
+    for accs in accuracies_by_seed.values():
+        for qt, value in accs.items():
+            per_type.setdefault(qt, []).append(float(value))
+    summary = {}
+    for qt in sorted(per_type):
+        values = per_type[qt]
+        k = len(values)
+        m = mean(values)
+        var = math.fsum((v - m) ** 2 for v in values)
+        std = math.sqrt(var / k)
+        summary[qt] = {
+            "mean": m,
+            "std": std,
+            "std_sample": math.sqrt(var / (k - 1)) if k > 1 else float("nan"),
+            "error": std / math.sqrt(k),
+            "seeds": k,
+        }
+    return summary

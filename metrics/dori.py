@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lmms_spatial.metrics import aggregation as agg
+from lmms_spatial.metrics.aggregation import seed_summary  # noqa: F401  (App. K error bars: tasks/dori/patterns.py)
 from lmms_spatial.metrics.extraction import LETTERS
 
 TASKS = (
@@ -585,30 +586,3 @@ def table2(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "chance_average": chance_average,
         "n": n,
     }
-
-
-def seed_summary(accuracies_by_seed: Mapping[Any, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    """Mean and error bar per question type over seeds (App. K): std / sqrt(number of seeds).
-
-    ``std`` is the population standard deviation (``numpy.std``'s default, ddof=0); the
-    paper does not say which, so the record also carries ``std_sample`` (ddof=1).
-    """
-    per_type: dict[str, list[float]] = {}
-    for accs in accuracies_by_seed.values():
-        for qt, value in accs.items():
-            per_type.setdefault(qt, []).append(float(value))
-    summary = {}
-    for qt in sorted(per_type):
-        values = per_type[qt]
-        k = len(values)
-        m = agg.mean(values)
-        var = math.fsum((v - m) ** 2 for v in values)
-        std = math.sqrt(var / k)
-        summary[qt] = {
-            "mean": m,
-            "std": std,
-            "std_sample": math.sqrt(var / (k - 1)) if k > 1 else float("nan"),
-            "error": std / math.sqrt(k),
-            "seeds": k,
-        }
-    return summary

@@ -42,7 +42,7 @@ import numpy as np
 
 from lmms_spatial import environment, run_options
 from lmms_spatial.conditions import NO_DOCUMENTS
-from lmms_spatial.metrics.dori import seed_summary
+from lmms_spatial.metrics.aggregation import seed_summary
 from lmms_spatial.reports import references
 from lmms_spatial.reports.citations import Citation
 from lmms_spatial.reports.runs import (
