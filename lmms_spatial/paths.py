@@ -45,3 +45,21 @@ def benchmark_modules(part: str, roots: list[str] | None = None) -> dict[str, st
         if os.path.isfile(os.path.join(getattr(info.module_finder, "path", ""), info.name, f"{part}.py")):
             found[info.name] = f"{tasks_pkg.__name__}.{info.name}.{part}"
     return found
+
+
+def task_benchmarks() -> dict[str, str]:
+    """{task name: benchmark key} for every ``task:`` YAML in every benchmark folder (read as text: the ``task:``
+    line at the top level of the file; groups are not tasks)."""
+    import re
+
+    found: dict[str, str] = {}
+    line = re.compile(r"^task:[ \t]*['\"]?([^'\"\s#]+)", re.MULTILINE)
+    for key in benchmark_keys():
+        folder = os.path.join(tasks_dir(), key)
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".yaml"):
+                with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                    match = line.search(fh.read())
+                if match:
+                    found.setdefault(match.group(1), key)
+    return found

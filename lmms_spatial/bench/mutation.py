@@ -136,7 +136,7 @@ GROUPS = (
     # each question allows (also the chance levels)
     Group(
         "answers",
-        ("lmms_spatial/models/random_choice.py", "lmms_spatial/data/answer_space.py"),
+        ("lmms_spatial/models/random_choice.py", "lmms_spatial/data/answer_space.py", "tasks/*/answers.py"),
         ("tests/models/test_random_choice.py", "tests/data/test_sources_and_images.py"),
     ),
     # what image an API model is sent: the provider's size rule, and which of two image settings wins

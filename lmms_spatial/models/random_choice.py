@@ -20,6 +20,7 @@ class RandomChoice(TextOnlyModel):
         super().__init__(**kwargs)
         self.seed = int(seed)
         self._docs_cache: dict[tuple[str, str], object] = {}
+        self._benchmarks: dict[str, str] | None = None  # {task: benchmark key}, read once
 
     def _text_docs(self, task: str, split: str):
         """The split without image columns, so guessing never decodes an image."""
@@ -29,6 +30,14 @@ class RandomChoice(TextOnlyModel):
             columns = [c for c in _COLUMNS if c in dataset.column_names]
             self._docs_cache[key] = dataset.select_columns(columns)
         return self._docs_cache[key]
+
+    def benchmark_of(self, task: str) -> str | None:
+        """The benchmark whose folder declares ``task`` (None: not one of ours: the generic answer rules)."""
+        if self._benchmarks is None:
+            from lmms_spatial.paths import task_benchmarks
+
+            self._benchmarks = task_benchmarks()
+        return self._benchmarks.get(task)
 
     def guess(self, task: str, doc_id: int, choices: list[str]) -> str:
         if not choices:
@@ -40,5 +49,5 @@ class RandomChoice(TextOnlyModel):
         for request in requests:
             task, doc_id, split = request.task_name, int(request.doc_id), request.args[-1]
             doc = self._text_docs(task, split)[doc_id]
-            answers.append(self.guess(task, doc_id, answer_space(doc)))
+            answers.append(self.guess(task, doc_id, answer_space(doc, self.benchmark_of(task))))
         return answers

@@ -53,14 +53,9 @@ def _clean(value: Any) -> Any:
 
 def task_benchmarks() -> dict[str, str]:
     """{task: benchmark key} for every task YAML of every benchmark folder."""
-    from lmms_spatial.paths import benchmark_keys, tasks_dir
-    from lmms_spatial.reports.layouts import task_metrics
+    from lmms_spatial.paths import task_benchmarks as declared
 
-    out = {}
-    for key in benchmark_keys():
-        for task in task_metrics(Path(tasks_dir()) / key):
-            out[task] = key
-    return out
+    return declared()
 
 
 # ---------------------------------------------------------------------------------------

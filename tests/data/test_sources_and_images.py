@@ -120,7 +120,7 @@ def test_a_missing_column_fails_naming_the_document_and_field():
 def test_answer_space_comes_from_the_options_of_each_document():
     assert answer_space({"options": ["a", "b", "c"]}) == ["A", "B", "C"]
     assert answer_space({"options": [], "answer": "Yes"}) == ["Yes", "No"]
-    assert answer_space({"question": "Q?\nOptions: A: x, B: y, C: z, D: w", "answer": "B"}) == list("ABCD")
+    assert answer_space({"question": "Q?\nOptions: A: x, B: y, C: z, D: w", "answer": "B"}, "mmsi") == list("ABCD")
 
 
 def _solid_png(color) -> bytes:

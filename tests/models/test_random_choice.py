@@ -92,18 +92,50 @@ def test_images_are_never_read_to_guess():
 
 
 def test_the_answer_space_of_each_benchmarks_documents():
-    assert answer_space({"options": ["a", "b", "c"]}) == ["A", "B", "C"]  # DORI, ODI-Bench, MMPerspective
-    assert answer_space({"question": "Q\nOptions: A: x, B: y, C: z", "answer": "B"}) == ["A", "B", "C"]  # MMSI
+    assert answer_space({"options": ["a", "b", "c"]}, "dori") == ["A", "B", "C"]  # DORI, ODI-Bench, MMPerspective
+    mmsi = {"question": "Q\nOptions: A: x, B: y, C: z", "answer": "B"}
+    assert answer_space(mmsi, "mmsi") == ["A", "B", "C"]  # MMSI: tasks/mmsi/answers.py
     assert answer_space({"options": [], "answer": "no"}) == ["Yes", "No"]
     osr = {"question": "Which is closer to the sofa (bed, lamp, door)?", "answer": "lamp"}
-    assert answer_space({**osr, "skill": "relative_distance"}) == ["bed", "lamp", "door"]
-    assert answer_space({**osr, "skill": "object_counting"}) == [str(i) for i in range(10)]
-    assert len(answer_space({**osr, "skill": "relative_direction"})) == 8
+    assert answer_space({**osr, "skill": "relative_distance"}, "osr_bench") == ["bed", "lamp", "door"]
+    assert answer_space({**osr, "skill": "object_counting"}, "osr_bench") == [str(i) for i in range(10)]
+    assert len(answer_space({**osr, "skill": "relative_direction"}, "osr_bench")) == 8
+    assert answer_space({**osr, "skill": "existence", "answer": "yes"}, "osr_bench") == []  # its own rule: open
+    assert answer_space({**osr, "answer": "yes"}, "osr_bench") == ["Yes", "No"]  # no skill: the generic rules
     assert answer_space({"question": "open?", "answer": "a chair"}) == []
     assert answer_space({"options": ["the only one"]}) == ["A"]
+    # a benchmark's own rule is its own: another benchmark's (or no benchmark's) documents get the generic rules
+    assert answer_space(mmsi, "dori") == [] and answer_space({**osr, "skill": "object_counting"}) == []
+    assert answer_space({"options": ["a", "b"], "question": "Options: A: x, B: y, C: z"}, "mmsi") == ["A", "B", "C"]
+
+
+def test_random_choice_finds_each_tasks_benchmark_by_the_folder_that_declares_it():
+    model = RandomChoice(seed=0)
+    tasks = ("mmsi_vanilla", "osr_qa_standard_vanilla", "dori_coarse", "mme")  # a group; lmms-eval's own
+    assert [model.benchmark_of(t) for t in tasks] == ["mmsi", "osr_bench", None, None]
+    assert model.benchmark_of("dori_view_parallelism_coarse") == "dori"
+
+
+def test_a_task_of_ours_is_guessed_from_its_benchmarks_own_answers():
+    """An OSR-Bench counting question has no options: its answers are the counts 0-9 (tasks/osr_bench/answers.py),
+    which random_choice finds by the task's folder; an MMSI question's options are the ones written into it."""
+    counting = {"skill": "object_counting", "question": "How many chairs?", "answer": "3"}
+    model = model_over("osr_qa_standard_vanilla", [counting])
+    assert {model_over("osr_qa_standard_vanilla", [counting], s).generate_until([request(
+        "osr_qa_standard_vanilla", 0)])[0] for s in range(200)} == {str(i) for i in range(10)}  # fmt: skip
+    assert model.generate_until([request("osr_qa_standard_vanilla", 0)])[0] != ""
+    mmsi = {"question": "Which?\nOptions: A: x, B: y, C: z", "answer": "C"}
+    assert {model_over("mmsi_vanilla", [mmsi], s).generate_until([request("mmsi_vanilla", 0)])[0]
+            for s in range(30)} == {"A", "B", "C"}  # fmt: skip
+
+
+def test_an_mmsi_question_without_written_options_falls_to_the_generic_rules():
+    assert answer_space({"question": "Is the chair left of the table?", "answer": "yes"}, "mmsi") == ["Yes", "No"]
+    assert answer_space({"question": "How far?", "answer": "3 m"}, "mmsi") == []
 
 
 def test_osr_distance_candidates_are_the_first_parenthesised_list_even_when_a_name_holds_parentheses():
     question = ("Measuring from the closest point of each object, which of these objects (bed, lamp) is the closest "
                 "to the tv (television) in this PANORAMA?")  # fmt: skip
-    assert answer_space({"skill": "relative_distance", "question": question, "answer": "bed"}) == ["bed", "lamp"]
+    doc = {"skill": "relative_distance", "question": question, "answer": "bed"}
+    assert answer_space(doc, "osr_bench") == ["bed", "lamp"]
