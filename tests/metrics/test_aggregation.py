@@ -3,11 +3,14 @@
 import math
 import random
 
+import pytest
+
 from lmms_spatial.metrics.aggregation import (
     accuracy,
     chance_level,
     group_accuracy,
     mean,
+    seed_summary,
     unparsed_rate,
     unweighted_mean,
 )
@@ -60,3 +63,24 @@ def test_unparsed_rate_counts_records_without_a_parsed_answer():
 def test_chance_level_is_mean_of_one_over_option_count():
     # DORI mixes 4-option and 16-option questions: (1/4 + 1/16) / 2
     assert chance_level([4, 16]) == (0.25 + 0.0625) / 2
+
+
+# -- seeds (DORI App. K's error bars; the report's seed pools) ------------------------------------------------
+
+
+def test_seed_summary_is_mean_and_population_std_over_sqrt_seeds():
+    summary = seed_summary({42: {"vp_c": 0.50}, 1998: {"vp_c": 0.60}, 107983: {"vp_c": 0.70}})["vp_c"]
+    std = math.sqrt(((0.5 - 0.6) ** 2 + 0 + (0.7 - 0.6) ** 2) / 3)  # 0.0816...
+    assert summary["mean"] == pytest.approx(0.6)
+    assert summary["std"] == pytest.approx(std)
+    assert summary["error"] == pytest.approx(std / math.sqrt(3))
+    assert summary["std_sample"] == pytest.approx(0.1)
+
+
+def test_seed_summary_counts_the_seeds_of_each_key_and_has_no_sample_std_for_one():
+    summary = seed_summary({1: {"b": 1.0, "a": 0.25}, 2: {"a": 0.75}})
+    assert list(summary) == ["a", "b"]  # keys in order
+    assert summary["a"] == {"mean": 0.5, "std": 0.25, "std_sample": pytest.approx(math.sqrt(0.125)),
+                            "error": pytest.approx(0.25 / math.sqrt(2)), "seeds": 2}  # fmt: skip
+    assert (summary["b"]["mean"], summary["b"]["std"], summary["b"]["error"], summary["b"]["seeds"]) == (1.0, 0, 0, 1)
+    assert math.isnan(summary["b"]["std_sample"])

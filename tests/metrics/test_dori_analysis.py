@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lmms_spatial.metrics.dori import compound_decomposition, confusion_patterns, error_pattern, seed_summary, table2
+from lmms_spatial.metrics.dori import compound_decomposition, confusion_patterns, error_pattern, table2
 
 # Every row of the paper's Table 10: (truth, predicted, pattern the paper gives it)
 TABLE_10 = [
@@ -106,15 +106,6 @@ def test_compound_decomposition_counts_swaps_components_and_joint_failures():
 
 def test_compound_decomposition_ignores_other_question_types():
     assert compound_decomposition([_record("view_parallelism", "granular", VP, "A", "B")])["n"] == 0
-
-
-def test_seed_summary_is_mean_and_population_std_over_sqrt_seeds():
-    summary = seed_summary({42: {"vp_c": 0.50}, 1998: {"vp_c": 0.60}, 107983: {"vp_c": 0.70}})["vp_c"]
-    std = math.sqrt(((0.5 - 0.6) ** 2 + 0 + (0.7 - 0.6) ** 2) / 3)  # 0.0816...
-    assert summary["mean"] == pytest.approx(0.6)
-    assert summary["std"] == pytest.approx(std)
-    assert summary["error"] == pytest.approx(std / math.sqrt(3))
-    assert summary["std_sample"] == pytest.approx(0.1)
 
 
 def test_table2_averages_are_unweighted_over_question_types():
