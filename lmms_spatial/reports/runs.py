@@ -119,6 +119,16 @@ class Conditions:
     # the software that produced the answers (lmms_spatial.environment.snapshot); None: not recorded
     environment: Mapping[str, Any] | None = field(default=None, compare=False)
     gen_overrides: tuple[tuple[str, str], ...] = ()  # --gen_kwargs (lmms-eval's config.gen_kwargs)
+    # where each benchmark's documents came from ((entry, "<hub id>@<revision>" or "a local copy"), ...); None: not
+    # recorded (results files written before 2026-11-26)
+    data: tuple[tuple[str, str], ...] | None = None
+
+    def data_of(self, tasks: Iterable[str]) -> tuple[tuple[str, str], ...] | None:
+        """The data entries of the benchmarks ``tasks`` belong to (a benchmark's entry, or its configs')."""
+        if self.data is None:
+            return None
+        keys = {_benchmark_of(t) for t in tasks}
+        return tuple((name, source) for name, source in self.data if name.split("/", 1)[0] in keys)
 
     @property
     def software(self) -> tuple[tuple[str, str], ...]:
@@ -151,7 +161,7 @@ def pool_key(run: Run, tasks: Iterable[str]) -> tuple[Any, ...]:
     """Runs with equal keys differ at most in their seed: they may be pooled as seeds of one model."""
     c = run.conditions
     mine = sorted(set(tasks) & set(run.conditions.tasks))
-    return (run.label if run.labelled else None, c.model, c.args, c.software, c.gen_overrides,
+    return (run.label if run.labelled else None, c.model, c.args, c.software, c.gen_overrides, c.data_of(mine),
             tuple((t, c.task(t).comparable()) for t in mine))  # fmt: skip
 
 
@@ -188,6 +198,8 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
     if ca.gen_overrides != cb.gen_overrides:
         out.append(f"--gen_kwargs {describe_generation(ca.gen_overrides)} vs {describe_generation(cb.gen_overrides)}")
     mine = sorted(set(tasks) & (set(ca.tasks) | set(cb.tasks)))
+    if ca.data_of(mine) != cb.data_of(mine):
+        out.append(f"data {describe_data(ca.data_of(mine))} vs {describe_data(cb.data_of(mine))}")
     only_a = [t for t in mine if t in ca.tasks and t not in cb.tasks]
     only_b = [t for t in mine if t in cb.tasks and t not in ca.tasks]
     if only_a or only_b:
@@ -210,6 +222,33 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
     if not out:
         out.append(f"the same conditions and seed ({ca.describe_seed(mine)}) but different results")
     return out
+
+
+def describe_data(entries: Sequence[tuple[str, str]] | None) -> str:
+    """``mmsi: RunsenXu/MMSI-Bench@ec7c92b`` (``not recorded`` for None)."""
+    if entries is None:
+        return "not recorded"
+    return ", ".join(f"{name}: {source}" for name, source in entries) or "none"
+
+
+def data_entries(recorded: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...] | None:
+    """A run's recorded data as the report compares it: a Hub release by id and revision; a local copy only as
+    such (its path and ``datasets`` fingerprint follow the machine and the files' times, not their content)."""
+    if recorded is None:
+        return None
+    return tuple(sorted((name, "a local copy" if r.local else f"{r.source}@{r.revision or 'default branch'}")
+                        for name, r in recorded.items()))  # fmt: skip
+
+
+@cache
+def _task_benchmarks() -> dict[str, str]:
+    from lmms_spatial.paths import task_benchmarks
+
+    return task_benchmarks()
+
+
+def _benchmark_of(task: str) -> str | None:
+    return _task_benchmarks().get(task)
 
 
 def software_difference(a: Conditions, b: Conditions) -> str:
@@ -454,6 +493,7 @@ def _overlay(derived: Conditions, recorded: RunConditions) -> Conditions:
         recorded=True,
         environment=recorded.environment,
         gen_overrides=derived.gen_overrides,
+        data=data_entries(recorded.data),
     )
 
 

@@ -71,3 +71,37 @@ def test_runs_on_the_same_software_get_no_warning_and_may_pool(tmp_path, capsys)
     assert pool_key(a, tasks) == pool_key(b, tasks)
     md, _, _ = report(capsys, tmp_path / "out", tmp_path / "a", tmp_path / "b")
     assert "different software" not in md
+
+
+def _reading(path: Path, data: dict) -> None:
+    results = json.loads(path.read_text())
+    results["lmms_spatial"]["data"] = data
+    path.write_text(json.dumps(results))
+
+
+def test_runs_that_read_different_releases_are_never_pooled_and_the_difference_is_named(tmp_path):
+    """Seeds of one model pool only when they read the same data: a Hub release by id and revision; local copies
+    (their paths and fingerprints follow the machine) only as local copies."""
+    from lmms_spatial.reports.runs import differences
+
+    hub = {"source": "someone/ODI-Bench", "local": False, "fingerprint": "f"}
+    mmsi = {"source": "x/MMSI", "local": False}
+    for name, args, data in [
+        ("r1", QWEN, {"odi_bench": {**hub, "revision": "r1"}, "mmsi": {**mmsi, "revision": "m"}}),
+        ("r2", QWEN + ",seed=1", {"odi_bench": {**hub, "revision": "r2"}, "mmsi": {**mmsi, "revision": "n"}}),
+        ("r1_again", QWEN + ",seed=2", {"odi_bench": {**hub, "revision": "r1"}}),
+        ("here", QWEN + ",seed=3", {"odi_bench": {"source": "/data/odi", "local": True, "fingerprint": "a"}}),
+        ("there", QWEN + ",seed=4", {"odi_bench": {"source": "/scratch/odi", "local": True, "fingerprint": "b"}}),
+    ]:  # fmt: skip
+        _reading(run_with(tmp_path / name, environment("5.24.0"), args), data)
+    r1, r2, again, here, there = load_runs([tmp_path / n for n in ("r1", "r2", "r1_again", "here", "there")])
+    odi = {t for t in r1.conditions.tasks if t.startswith("odi_bench")}
+    assert odi and pool_key(r1, odi) != pool_key(r2, odi)
+    assert differences(r1, r2, odi) == ["data odi_bench: someone/ODI-Bench@r1 vs odi_bench: someone/ODI-Bench@r2"]
+    assert pool_key(r1, odi) == pool_key(again, odi)  # MMSI-Bench's release is not these tasks' data
+    assert pool_key(here, odi) == pool_key(there, odi) != pool_key(r1, odi)
+    assert r1.conditions.data_of(odi) == (("odi_bench", "someone/ODI-Bench@r1"),)
+    run_with(tmp_path / "older", environment("5.24.0"), QWEN + ",seed=5")  # written before the data was recorded
+    (older,) = load_runs([tmp_path / "older"])
+    assert older.conditions.data is None and pool_key(older, odi) != pool_key(r1, odi)
+    assert differences(older, r1, odi) == ["data not recorded vs odi_bench: someone/ODI-Bench@r1"]
