@@ -1,8 +1,8 @@
 """The answers a question allows, read from a normalised document (no model needed).
 
-Used by the ``random_choice`` model and for chance levels. A benchmark whose answers are not an ``options`` list
+Used by the ``random_choice`` model (the demo's). A benchmark whose answers are not an ``options`` list
 or Yes/No declares its own rule in ``tasks/<key>/answers.py`` (``answer_space(doc) -> list[str] | None``), found by
-file name and tried first; ``None`` from it leaves the generic rules below.
+file name and tried first for that benchmark's tasks; ``None`` from it leaves the generic rules below.
 """
 
 from __future__ import annotations
@@ -16,24 +16,38 @@ from lmms_spatial.metrics.extraction import LETTERS
 
 
 @functools.cache
-def _rule(benchmark: str) -> Callable[[Mapping[str, Any]], list[str] | None] | None:
+def _rules() -> dict[str, Any]:
+    """{benchmark key: its ``answers`` module}, for the benchmarks that declare one."""
     from lmms_spatial.paths import benchmark_modules
 
-    module = benchmark_modules("answers").get(benchmark)
-    return importlib.import_module(module).answer_space if module else None
+    return {key: importlib.import_module(module) for key, module in benchmark_modules("answers").items()}
 
 
-def answer_space(doc: Mapping[str, Any], benchmark: str | None = None) -> list[str]:
-    """The benchmark's own rule (``tasks/<benchmark>/answers.py``) if it gives one; else option letters (an
-    ``options`` list), else Yes/No (a yes/no answer), else ``[]`` (an open answer)."""
-    rule = _rule(benchmark) if benchmark else None
-    if rule is not None:
-        own = rule(doc)
-        if own is not None:
-            return own
+def _generic(doc: Mapping[str, Any]) -> list[str] | None:
     options = doc.get("options")
     if isinstance(options, (list, tuple)) and len(options) > 0:
         return list(LETTERS[: len(options)])
     if str(doc.get("answer", "")).strip().lower() in {"yes", "no"}:
         return ["Yes", "No"]
+    return None
+
+
+def answer_space(doc: Mapping[str, Any], benchmark: str | None = None) -> list[str]:
+    """The benchmark's own rule (``tasks/<benchmark>/answers.py``) if it gives one; else option letters (an
+    ``options`` list), else Yes/No (a yes/no answer), else ``[]`` (an open answer).
+
+    ``benchmark`` None: a task not known by its name (a YAML of the user's that includes one of ours, under its
+    own name) is read by every benchmark's rule, each where its module's ``BEFORE_GENERIC`` puts it: before the
+    options list and Yes/No, or after them."""
+    rules = _rules()
+    if benchmark is not None:  # its own rule, if it declares one, then the generic ones
+        own = [rules[benchmark].answer_space] if benchmark in rules else []
+        order: list[Callable[[Mapping[str, Any]], list[str] | None]] = [*own, _generic]
+    else:
+        first = [m.answer_space for m in rules.values() if m.BEFORE_GENERIC]
+        order = [*first, _generic, *(m.answer_space for m in rules.values() if not m.BEFORE_GENERIC)]
+    for rule in order:
+        found = rule(doc)
+        if found is not None:
+            return found
     return []

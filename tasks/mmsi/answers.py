@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# for a task not known by its name: tried before the generic rules (an options list or a yes/no answer is read first)
+BEFORE_GENERIC = False
+
 
 def answer_space(doc: Mapping[str, Any]) -> list[str] | None:
     """The letters of the options written into the question (``Options: A: ..., B: ...``); ``None`` (the generic

@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# for a task not known by its name: tried before the generic rules (a document with a skill has open answers,
+# whatever its answer says)
+BEFORE_GENERIC = True
+
 
 def answer_space(doc: Mapping[str, Any]) -> list[str] | None:
     """The 8 directions, the question's candidates, or a count 0-9, by the document's ``skill``; ``[]`` for a

@@ -105,7 +105,7 @@ def test_the_answer_space_of_each_benchmarks_documents():
     assert answer_space({"question": "open?", "answer": "a chair"}) == []
     assert answer_space({"options": ["the only one"]}) == ["A"]
     # a benchmark's own rule is its own: another benchmark's (or no benchmark's) documents get the generic rules
-    assert answer_space(mmsi, "dori") == [] and answer_space({**osr, "skill": "object_counting"}) == []
+    assert answer_space(mmsi, "dori") == [] and answer_space({**osr, "skill": "object_counting"}, "dori") == []
     assert answer_space({"options": ["a", "b"], "question": "Options: A: x, B: y, C: z"}, "mmsi") == ["A", "B", "C"]
 
 
@@ -127,6 +127,28 @@ def test_a_task_of_ours_is_guessed_from_its_benchmarks_own_answers():
     mmsi = {"question": "Which?\nOptions: A: x, B: y, C: z", "answer": "C"}
     assert {model_over("mmsi_vanilla", [mmsi], s).generate_until([request("mmsi_vanilla", 0)])[0]
             for s in range(30)} == {"A", "B", "C"}  # fmt: skip
+
+
+def test_a_task_not_known_by_its_name_is_read_by_every_benchmarks_rule_in_order():
+    """A YAML of the user's that includes one of ours under its own name: OSR-Bench's rule before the options list
+    and Yes/No, MMSI-Bench's after them (as when the rules were one function)."""
+    osr = {"question": "How many chairs?", "answer": "yes"}
+    assert answer_space({**osr, "skill": "object_counting"}) == [str(i) for i in range(10)]
+    assert answer_space({**osr, "skill": "existence"}) == []  # a skill: open, though the answer reads yes
+    assert answer_space({"question": "Q\nOptions: A: x, B: y, C: z", "answer": "C"}) == ["A", "B", "C"]
+    assert answer_space({"options": ["a", "b"], "question": "Options: A: x, B: y, C: z"}) == ["A", "B"]
+    assert answer_space({"question": "Options: A: x, B: y", "answer": "no"}) == ["Yes", "No"]
+    model = model_over("my_broken", [{"question": "Which?\nOptions: A: x, B: y", "answer": "B"}])
+    assert model.benchmark_of("my_broken") is None
+    assert model.generate_until([request("my_broken", 0)])[0] in {"A", "B"}
+
+
+def test_a_task_known_by_its_name_is_read_by_its_own_benchmarks_rules_only():
+    """A DORI question whose text happens to hold "Options:" (and no options list) is not read as MMSI-Bench's."""
+    doc = {"question": "Options: A: x, B: y, C: z", "answer": "A"}
+    assert model_over("dori_view_parallelism_coarse", [doc]).generate_until(
+        [request("dori_view_parallelism_coarse", 0)]) == [""]  # fmt: skip
+    assert model_over("my_own_task", [doc]).generate_until([request("my_own_task", 0)])[0] in {"A", "B", "C"}
 
 
 def test_an_mmsi_question_without_written_options_falls_to_the_generic_rules():
