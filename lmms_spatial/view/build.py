@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.paths import task_benchmarks
 from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import SEED, Table
 from lmms_spatial.view import evidence
@@ -49,13 +50,6 @@ def _clean(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
-
-
-def task_benchmarks() -> dict[str, str]:
-    """{task: benchmark key} for every task YAML of every benchmark folder."""
-    from lmms_spatial.paths import task_benchmarks as declared
-
-    return declared()
 
 
 # ---------------------------------------------------------------------------------------
@@ -177,7 +171,7 @@ class SampleWriter:
         self.next_id = 0
         self.entries: list[dict[str, Any]] = []
         self.samples = 0
-        self.benchmarks = task_benchmarks()
+        self.benchmarks = task_benchmarks()  # lmms_spatial.paths: {task: benchmark key}
 
     def add_run(self, index: int, run: Run) -> None:
         for task, path in samples_files(run).items():
