@@ -21,6 +21,7 @@ DISABLE_ENV = "LMMS_SPATIAL_DISABLE_HOOK"
 # One wrapper per lmms-eval function: docs/plugin.md lists each, the line of lmms-eval it depends on, and the
 # upstream change that would retire it.
 PATCHES = {
+    "lmms_eval.utils": ("lmms_spatial.plugin.yaml_configs:patch_yaml_loading",),
     "lmms_eval.tasks": ("lmms_spatial.plugin.tasks:patch_task_manager",),
     "lmms_eval.api.task": (
         "lmms_spatial.plugin.tasks:patch_task_building",

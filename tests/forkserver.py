@@ -21,8 +21,13 @@ What stays a real process (:func:`run_module` starts one):
   tests of start-up, signals, ``accelerate launch`` or a killed run start their own processes anyway.
 
 Nothing from Hugging Face (``huggingface_hub``, ``datasets``, ``transformers``, ``evaluate``), lmms-eval
-or lmms-spatial is imported in the zygote: they read ``HF_HOME``, ``HF_HUB_OFFLINE``, ``HF_ENDPOINT`` and
-ours when imported, and tests set those per run (``tests/test_forkserver.py`` pins it).
+or lmms-spatial is imported in that *plain* zygote: they read ``HF_HOME``, ``HF_HUB_OFFLINE``, ``HF_ENDPOINT``
+when imported, and tests set those per run (``tests/test_forkserver.py`` pins it). A *deep* zygote imports them
+too (:data:`DEEP_PRELOAD`, ~5 CPU s a run): it is started under one run's whole environment and forks only runs
+whose environment differs from it in our ``LMMS_SPATIAL_*`` variables alone (our code reads none on import,
+pinned), from a folder and ``PYTHONPATH`` that shadow none of its modules. Up to :data:`MAX_DEEP` per worker,
+the least recently used closed first. Each zygote freezes what it imported out of the garbage collector
+(``gc.freeze``): a run's ``gc.collect()`` (accelerate's, between tasks) walks only the run's own objects.
 
 lmms-eval's task index of its own ~1,900 built-in YAMLs (``TaskManager._get_task_and_group`` on its
 ``tasks/`` folder: about 4 CPU-seconds of pure-Python YAML parsing per run, measured) is the same for every
@@ -30,8 +35,9 @@ run of the suite: it is made once per test run, for the first lmms-eval run, by 
 fork that imports lmms-eval (:func:`build_task_index`, ~9 CPU-seconds; the zygote itself stays clean), kept
 where every worker finds it (:data:`INDEX_FOLDER`), and every run a zygote forks gets a copy when it asks for
 that folder, with the messages lmms-eval logged while indexing it (:func:`_reuse_task_index`). Every other
-folder (ours, ``--include_path``) is indexed live, and the run still starts at ``python -m lmms_eval``'s
-entry point and builds its tasks from the YAMLs.
+folder is indexed live but this repository's ``tasks/``, whose index is kept the same way under a key of its
+files' paths, sizes and modification times (:func:`_our_index`); the run still starts at ``python -m
+lmms_eval``'s entry point and builds its tasks from the YAMLs.
 """
 
 from __future__ import annotations
@@ -56,7 +62,20 @@ _START_PREFIXES = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "KMP_", "GOMP_", "TORC
                    "MALLOC_")  # fmt: skip
 _FREE = ("PYTHONPATH", "PYTHONUNBUFFERED")  # honoured in the fork (PYTHONPATH: entries after sys.path[0])
 _ALWAYS_REAL = ("LMMS_SPATIAL_DISABLE_HOOK", "PYTHONHASHSEED")
-SWITCH = "LMMS_SPATIAL_TEST_FORK"  # "0": every run is a real subprocess
+SWITCH = "LMMS_SPATIAL_TEST_FORK"  # "0": every run is a real subprocess; "plain": no deep zygote
+# a *deep* zygote also imports what the runs import next (Hugging Face, lmms-eval, and ours through our start-up
+# hook: ~5 CPU s a run). Those read the environment when imported, so a deep zygote serves only runs whose whole
+# environment equals its own but for the variables nothing reads on import (ours: read when called, pinned by
+# tests/test_forkserver.py), from a folder that shadows none of them. PYTHONPATH is the zygote's own (lmms-eval
+# imports the LMMS_EVAL_PLUGINS modules on import).
+DEEP_PRELOAD = ("datasets", "transformers", "accelerate", "lmms_eval.__main__", "nltk", "sklearn", "pytablewriter",
+                "rich.progress")  # fmt: skip
+_DEEP_FREE_PREFIXES = ("LMMS_SPATIAL_",)
+_DEEP_FREE = ("PYTHONUNBUFFERED",)
+MAX_DEEP = 3  # per worker; the least recently used is closed for a new one
+# pyarrow's bundled jemalloc starts a purging thread when datasets is imported (a fork must happen with one thread):
+# the deep zygote switches it off for itself (memory is purged on allocation instead; no run reads this)
+_NO_JEMALLOC_THREAD = {"JE_ARROW_MALLOC_CONF": "background_thread:false"}
 BUILD_INDEX = "--build-task-index"  # `python -m forkserver --build-task-index FILE`: see build_task_index
 
 
@@ -85,6 +104,26 @@ def forkable(env: dict[str, str]) -> bool:
         (Path(p) / f"{name}.py").exists() for p in env.get("PYTHONPATH", "").split(os.pathsep) if p
         for name in ("sitecustomize", "usercustomize")
     )  # fmt: skip
+
+
+def deep_key(env: dict[str, str]) -> tuple:
+    """Which deep zygote may fork a run under ``env``: one started under the same value of every variable but
+    ours (and ``PYTHONUNBUFFERED``, honoured in the fork)."""
+    free = [k for k in env if k.startswith(_DEEP_FREE_PREFIXES) or k in _DEEP_FREE]
+    return tuple(sorted((k, v) for k, v in env.items() if k not in free))
+
+
+def _module_name(entry: str) -> str | None:
+    """The top-level module a folder entry would be imported as (``yaml.py``, ``yaml/``, ``_x.cpython-311-....so``);
+    None for anything else (``pkg.egg-info``, ``README.md``)."""
+    from importlib.machinery import all_suffixes
+
+    if entry.isidentifier():
+        return entry  # a package folder (a file without a suffix imports as nothing, and is not looked at)
+    for suffix in sorted(all_suffixes(), key=len, reverse=True):
+        if entry.endswith(suffix) and entry[: -len(suffix)].isidentifier():
+            return entry[: -len(suffix)]
+    return None
 
 
 # ---------------------------------------------------------------- the zygote (its own process)
@@ -131,6 +170,45 @@ def build_task_index(path: str) -> None:
     os.replace(path + ".part", path)
 
 
+OUR_TASKS = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tasks"))
+
+
+def _our_index(manager, task_dir: str, original, folder: str) -> dict:
+    """The index of this repository's ``tasks/`` folder, made by lmms-eval's own function the first time a run
+    of this test run asks for these exact files and kept in ``folder`` under a key of every file's path, size
+    and modification time there (a test that edits a task, or a new YAML, gets a fresh one; our YAMLs include
+    only YAMLs of that folder), with the messages it logged; ~2 CPU s a run otherwise."""
+    import hashlib
+
+    from loguru import logger
+
+    files = []
+    for root, dirs, names in os.walk(task_dir):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            stat = os.stat(os.path.join(root, name))
+            files.append(f"{os.path.relpath(os.path.join(root, name), task_dir)}\0{stat.st_size}\0{stat.st_mtime_ns}")
+    key = hashlib.sha256("\n".join([task_dir, *files]).encode()).hexdigest()[:24]
+    cached = os.path.join(folder, f"our_task_index_{key}.pickle")
+    if os.path.exists(cached):
+        with open(cached, "rb") as f:
+            saved = pickle.load(f)
+        for level, message in saved["logged"]:
+            manager.logger.log(level, message)
+        return saved["index"]
+    logged: list[tuple[str, str]] = []
+    sink = logger.add(lambda m: logged.append((m.record["level"].name, m.record["message"])), level=0)
+    try:
+        index = original(manager, task_dir)
+    finally:
+        logger.remove(sink)
+    scratch = f"{cached}.{os.getpid()}.part"
+    with open(scratch, "wb") as f:
+        pickle.dump({"index": index, "logged": logged}, f)
+    os.replace(scratch, cached)
+    return index
+
+
 def _reuse_task_index(path: str) -> None:
     """In a fork: when the run imports ``lmms_eval.tasks``, wrap ``TaskManager._get_task_and_group`` so that
     the built-in folder's index is a fresh copy of the one :func:`build_task_index` made (its messages
@@ -143,6 +221,8 @@ def _reuse_task_index(path: str) -> None:
             with open(path, "rb") as f:
                 saved = pickle.load(f)
             if task_dir != saved["folder"]:
+                if os.path.realpath(task_dir) == OUR_TASKS:
+                    return _our_index(self, task_dir, original, os.path.dirname(path))
                 return original(self, task_dir)
             for level, message in saved["logged"]:
                 self.logger.log(level, message)
@@ -192,7 +272,10 @@ def _reuse_task_index(path: str) -> None:
         def invalidate_caches(self):
             pass
 
-    sys.meta_path.insert(0, Finder())
+    if "lmms_eval.tasks" in sys.modules:  # a deep zygote imported it
+        wrap(sys.modules["lmms_eval.tasks"])
+    else:
+        sys.meta_path.insert(0, Finder())
 
 
 def _child(request: dict) -> int:
@@ -204,6 +287,8 @@ def _child(request: dict) -> int:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    for name, value in request.get("imported_env", {}).items():
+        os.environ.setdefault(name, value)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
@@ -252,8 +337,9 @@ def _child(request: dict) -> int:
     return code
 
 
-def serve() -> None:
-    """The zygote: preload, say whether forking is safe, then fork one child per request line on stdin."""
+def serve(deep: bool = False) -> None:
+    """The zygote: preload (``deep``: :data:`DEEP_PRELOAD` too), say whether forking is safe, then fork one child
+    per request line on stdin."""
 
     def threads() -> int:
         return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
@@ -261,22 +347,41 @@ def serve() -> None:
     # numpy first: OpenBLAS may start its pool on import (OMP_NUM_THREADS unset), and that pool is fork-safe
     # (it stops itself around fork(), pthread_atfork). Any thread started after it (torch's OpenMP pool,
     # pyarrow's jemalloc) is not: then the zygote says it is unsafe and every run is a real process.
+    start = dict(os.environ)
     counts = []
-    for name in PRELOAD:
+    failed = []
+    for name in PRELOAD + (DEEP_PRELOAD if deep else ()):
         try:
             __import__(name)
         except ImportError:
             pass
+        except Exception as exc:  # noqa: BLE001 - a run would meet it on its own import: it is not forked from here
+            failed.append(f"{name}: {exc!r}")
         counts.append(threads())
     started = counts[-1] - counts[0]
-    leaked = sorted({m.split(".")[0] for m in sys.modules} & set(ENV_READERS))
-    base_path = sys.path[1:]  # sys.path[0] is this script's folder: each child puts its cwd there instead
+    import gc
+
+    gc.freeze()  # what the preload made is never collected: each run's gc.collect() walks only its own objects
+    leaked = [] if deep else sorted({m.split(".")[0] for m in sys.modules} & set(ENV_READERS))
+    # sys.path[0] is this script's folder: each child puts its cwd there instead, then its PYTHONPATH entries
+    own = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    base_path = [p for p in sys.path[1:] if os.path.abspath(p) not in own]
+    # variables the preload set for itself (torch: TORCHINDUCTOR_CACHE_DIR), as the run's own imports would have
+    imported_env = {k: v for k, v in os.environ.items() if start.get(k) != v and k not in _NO_JEMALLOC_THREAD}
     replies = os.fdopen(os.dup(1), "w", buffering=1)
-    hello = {"threads_started": started, "env_readers": leaked, "modules": sorted(sys.modules)}
+    files = {}  # top-level module -> its file or package folder: what a run's folder or PYTHONPATH may shadow
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None) if "." not in name else None
+        if where:
+            where = os.path.dirname(where) if os.path.basename(where).startswith("__init__.") else where
+            files[name] = os.path.realpath(where)
+    hello = {"threads_started": started, "env_readers": leaked, "modules": sorted(sys.modules), "files": files,
+             "failed": failed}  # fmt: skip
     replies.write(json.dumps(hello) + "\n")
     for line in sys.stdin:
         request = json.loads(line)
         request["base_path"] = base_path
+        request["imported_env"] = imported_env
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -297,13 +402,21 @@ def serve() -> None:
 class Zygote:
     """One zygote process, started on first use; used by one pytest worker at a time (one run at a time)."""
 
-    def __init__(self, env: dict[str, str]):
-        self.env = {k: v for k, v in env.items() if k != "PYTHONPATH"}  # each child adds its own entries
-        self.proc = subprocess.Popen([sys.executable, __file__], env=self.env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(__file__))  # fmt: skip
+    def __init__(self, env: dict[str, str], deep: bool = False):
+        # each child of a plain zygote adds its own PYTHONPATH entries; a deep one imports from them
+        self.env = dict(env) if deep else {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        self.deep = deep
+        own = {**_NO_JEMALLOC_THREAD, **self.env} if deep else self.env
+        self.proc = subprocess.Popen([sys.executable, __file__, *(["--deep"] if deep else [])], env=own,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     cwd=os.path.dirname(__file__))  # fmt: skip
         hello = json.loads(self.proc.stdout.readline() or "{}")
+        self.threaded = hello.get("threads_started") != 0
         self.modules = set(hello.get("modules", ()))
-        self.safe = hello.get("threads_started") == 0 and not hello.get("env_readers", True)
+        self.files: dict[str, str] = hello.get("files", {})
+        self.safe = (
+            hello.get("threads_started") == 0 and not hello.get("env_readers", True) and not hello.get("failed", True)
+        )
         self.task_index: str | None = None  # made for the first lmms-eval run (build_task_index); None: live
         self._scratch = None
 
@@ -334,6 +447,21 @@ class Zygote:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def shadows(self, env: dict[str, str], cwd: Path) -> bool:
+        """Whether the run's folder or a ``PYTHONPATH`` entry holds another copy of a module this zygote
+        imported (``python -m`` there would import that copy): such a run is not forked from it."""
+        folders = [cwd, *(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+        for folder in folders:
+            try:
+                entries = os.listdir(folder)
+            except OSError:
+                continue
+            for entry in entries:
+                name = _module_name(entry)
+                if name in self.files and os.path.realpath(folder / entry) != self.files[name]:
+                    return True
+        return False
 
     def run(self, module: str, args: list[str], env: dict[str, str], cwd: Path, scratch: Path,
             timeout: float) -> tuple[int, str, str]:  # fmt: skip
@@ -377,22 +505,41 @@ INDEX_FOLDER: Path | None = None  # where the built-in task index is kept for ev
 MAX_ZYGOTES = 3  # per worker: one per start-up environment (usually just the suite's offline one)
 
 
-def zygote(env: dict[str, str]) -> Zygote | None:
-    """This worker's zygote for runs under ``env`` (started on first need, under ``env``: what it preloads
-    reads only the start-up variables, which every run it forks shares), or None where forking is off."""
-    if os.environ.get(SWITCH, "").strip() == "0" or not hasattr(os, "fork"):
+_deep: dict[tuple, Zygote] = {}  # in the order of last use
+_threaded: set[tuple] = set()  # start-up environments whose deep preload starts a thread: no deep zygote for them
+
+
+def zygote(env: dict[str, str], cwd: Path | None = None) -> Zygote | None:
+    """This worker's zygote for runs under ``env`` in ``cwd``, or None where forking is off: a deep one
+    (:data:`DEEP_PRELOAD`) started under ``env``, unless the run's folder or PYTHONPATH shadows what it
+    imported; else a plain one (started on first need, under ``env``: what it preloads reads only the
+    start-up variables, which every run it forks shares)."""
+    switch = os.environ.get(SWITCH, "").strip()
+    if switch == "0" or not hasattr(os, "fork"):
         return None
-    key = tuple(sorted(_start_env(env).items()))
-    server = _zygotes.get(key)
+    start = tuple(sorted(_start_env(env).items()))
+    if cwd is not None and switch != "plain" and start not in _threaded:  # "plain": no deep zygote
+        key = deep_key(env)
+        server = _deep.pop(key, None)
+        if server is None or not server.alive():
+            while len(_deep) >= MAX_DEEP:
+                _deep.pop(next(iter(_deep))).close()
+            server = Zygote(env, deep=True)
+            if server.threaded:
+                _threaded.add(start)
+        _deep[key] = server
+        if server.safe and not server.shadows(env, cwd):
+            return server
+    server = _zygotes.get(start)
     if server is None or not server.alive():
         if server is None and len(_zygotes) >= MAX_ZYGOTES:
             return None
-        server = _zygotes[key] = Zygote(env)
-    return server if server.safe else None
+        server = _zygotes[start] = Zygote(env)
+    return server if server.safe and (cwd is None or not server.shadows(env, cwd)) else None
 
 
 def close() -> None:
-    for server in _zygotes.values():
+    for server in [*_zygotes.values(), *_deep.values()]:
         server.close()
 
 
@@ -406,7 +553,7 @@ def run_module(module: str, args: list[str], env: dict[str, str], cwd: Path | No
     global _runs
     cwd = Path(cwd or os.getcwd())
     cmd = [sys.executable, "-m", module, *args]
-    server = None if real or not forkable(env) else zygote(env)
+    server = None if real or not forkable(env) else zygote(env, cwd)
     if server is not None:
         import tempfile
 
@@ -422,4 +569,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == [BUILD_INDEX]:
         build_task_index(sys.argv[2])
     else:
-        serve()
+        serve(deep=sys.argv[1:2] == ["--deep"])

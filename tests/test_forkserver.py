@@ -143,9 +143,13 @@ def test_a_forked_run_reuses_lmms_eval_s_built_in_task_index_and_indexes_other_f
     (user / "mine.yaml").write_text("task: my_probe_task\ntag: my_probe_tag\ndataset_path: nowhere\n")
     env = {**zygote.env, "PYTHONPATH": str(tmp_path / "mods")}
     assert zygote.task_index_file(timeout=300) is not None  # made for the first `lmms_eval` run, here at once
-    code, stdout, stderr = zygote.run("index_probe", [str(user)], env, tmp_path, tmp_path, timeout=300)
-    assert code == 0, stderr[-3000:]
-    forked = json.loads(stdout)
+    forks = []
+    for _ in range(2):  # our tasks/ folder: indexed by lmms-eval for the first run, the kept copy for the second
+        code, stdout, stderr = zygote.run("index_probe", [str(user)], env, tmp_path, tmp_path, timeout=300)
+        assert code == 0, stderr[-3000:]
+        forks.append(json.loads(stdout))
+    forked = forks[0]
+    assert forks[1] == forked
     real = subprocess.run([sys.executable, "-m", "index_probe", str(user)], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert real.returncode == 0, real.stderr[-3000:]
@@ -159,3 +163,99 @@ def test_a_forked_run_reuses_lmms_eval_s_built_in_task_index_and_indexes_other_f
     )
     assert len(forked["index"]) == len(fresh["index"]) > 2000
     assert forked == {**fresh, "shared": True}
+
+
+def test_our_code_reads_no_variable_when_imported():
+    """A deep zygote (lmms-eval and ours imported once) serves runs that differ from it only in our variables
+    (``LMMS_SPATIAL_*``): right only while no module of ours reads one on import, outside a function body."""
+    import ast
+
+    root = forkserver.Path(__file__).parents[1]
+    found = []
+    for folder in ("lmms_spatial", "tasks", "metrics"):
+        for path in sorted((root / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            deferred = {
+                id(n)
+                for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                for part in (f.body if isinstance(f.body, list) else [f.body]) for n in ast.walk(part)
+            }  # fmt: skip
+            found += [
+                f"{path.relative_to(root)}:{n.lineno}"
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") and id(n) not in deferred
+            ]
+    assert found == []
+
+
+def test_a_deep_zygote_serves_only_runs_whose_environment_differs_from_its_own_in_our_variables(monkeypatch):
+    started = []
+
+    class Server(_Alive):
+        threaded = False
+
+        def __init__(self, env, deep=False):
+            started.append((deep, env.get("HF_HOME")))
+
+        def shadows(self, env, cwd):
+            return False
+
+    monkeypatch.setattr(forkserver, "_deep", {})
+    monkeypatch.setattr(forkserver, "_zygotes", {})
+    monkeypatch.setattr(forkserver, "Zygote", Server)
+    monkeypatch.delenv(forkserver.SWITCH, raising=False)
+    here = forkserver.Path(".")
+    one = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"}, here)
+    same = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "y",
+                              "PYTHONUNBUFFERED": "1"}, here)  # fmt: skip
+    other_home = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here)
+    other_path = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "PYTHONPATH": "/p"}, here)
+    assert one is same
+    assert len({id(one), id(other_home), id(other_path)}) == 3
+    assert started == [(True, "/a"), (True, "/b"), (True, "/a")]
+    monkeypatch.setenv(forkserver.SWITCH, "plain")
+    plain = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}, here)
+    assert plain not in (one, other_home, other_path) and started[-1] == (False, "/a")
+
+
+def test_a_folder_holding_another_copy_of_a_preloaded_module_is_not_forked_from_it(tmp_path):
+    server = object.__new__(forkserver.Zygote)
+    server.files = {"datasets": "/site-packages/datasets", "yaml": "/site-packages/yaml"}
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "run0").mkdir()
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "my_plugin.py").write_text("")
+    (tmp_path / "mods" / "datasets.egg-info").mkdir()  # no module: nothing is imported from it
+    (tmp_path / "mods" / "yaml.md").write_text("")
+    assert not server.shadows({"PYTHONPATH": str(tmp_path / "mods")}, tmp_path / "work")
+    (tmp_path / "mods" / "yaml.py").write_text("")  # `python -m` would import this yaml, not the preloaded one
+    assert server.shadows({"PYTHONPATH": str(tmp_path / "mods")}, tmp_path / "work")
+    (tmp_path / "work" / "datasets").mkdir()
+    assert server.shadows({}, tmp_path / "work")
+    assert not server.shadows({}, tmp_path / "mods" / "missing")
+
+
+@pytest.mark.slow
+def test_a_deep_zygote_has_lmms_eval_imported_and_each_fork_sees_its_own_variables_of_ours(tmp_path):
+    import json
+
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "fork_probe.py").write_text(PROBE.replace(
+        '"argv": sys.argv[1:],', '"argv": sys.argv[1:], "ours": os.environ.get("LMMS_SPATIAL_JUDGE"), '
+        '"preloaded": "lmms_eval.evaluator" in sys.modules,'))  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": str(tmp_path / "mods")}  # fmt: skip
+    server = forkserver.Zygote(env, deep=True)
+    try:
+        assert server.safe
+        assert {"lmms_eval", "transformers", "datasets"} <= {m.split(".")[0] for m in server.modules}
+        seen = []
+        for judge in ("none", "gpt-4o"):
+            code, stdout, stderr = server.run("fork_probe", ["0"], {**env, "LMMS_SPATIAL_JUDGE": judge}, tmp_path,
+                                              tmp_path, timeout=300)  # fmt: skip
+            assert (code, stderr) == (0, "to stderr\n")
+            seen.append(json.loads(stdout))
+    finally:
+        server.close()
+    assert [s["ours"] for s in seen] == ["none", "gpt-4o"]
+    assert all(s["preloaded"] and s["hook"] and s["hf_home"] == str(tmp_path / "hf") for s in seen)
