@@ -173,9 +173,22 @@ GROUPS = (
             "tests/judge/test_judge_units.py",
         ),
     ),  # fmt: skip
+    # which logged answer replay gives (and when it refuses), and which map the staged model puts before a question
+    # (its cache keys, one map per image, read-back)
+    Group(
+        "replay_staged",
+        ("lmms_spatial/models/replay.py", "lmms_spatial/models/staged.py"),
+        (
+            "tests/models/test_replay_answers.py",
+            "tests/models/test_replay_files.py",
+            "tests/models/test_replay_units.py",
+            "tests/models/test_staged.py",
+            "tests/models/test_staged_jobs.py",
+            "tests/models/test_staged_units.py",
+        ),
+    ),  # fmt: skip
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
-    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md); so do models/replay.py +
-    # models/staged.py (against tests/models/test_replay_{answers,files}.py and test_staged{,_jobs}.py: not run yet)
+    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
 
 
