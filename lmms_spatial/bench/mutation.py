@@ -187,6 +187,12 @@ GROUPS = (
             "tests/models/test_staged_units.py",
         ),
     ),  # fmt: skip
+    # the answer store's key: the fingerprint of the weights a run's --model_args name (which argument, which bytes)
+    Group(
+        "store_weights",
+        ("lmms_spatial/plugin/weights.py",),
+        ("tests/test_weights_sampling.py", "tests/plugin/test_weights_units.py"),
+    ),
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
