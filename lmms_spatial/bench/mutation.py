@@ -196,6 +196,8 @@ GROUPS = (
     # which live process writes into a folder of the answer store (a live run's answers are its own, a dead one's are
     # read back) and lmms-eval's merge lock a dead owner left
     Group("store_owners", ("lmms_spatial/plugin/owners.py",), ("tests/plugin/test_owners_units.py",)),
+    # the run conditions a results file records and the report reads back (to_json / from_json, the judge's words)
+    Group("conditions", ("lmms_spatial/conditions.py",), ("tests/plugin/test_conditions_units.py",)),
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
