@@ -116,6 +116,10 @@ PYTEST_ARGS = (
     *(arg for test in LEFT_OUT for arg in ("--deselect", test)),
 )
 
+# pytest arguments of the mutation runs that change neither which mutants exist nor which tests meet them (so not
+# part of any fingerprint): tqdm's lock made one per process (a worker killed inside a bar must not hang the others)
+RUN_ONLY_ARGS = ("-p", "lmms_spatial.bench.mutation_lock")
+
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
 
@@ -370,7 +374,7 @@ def stage(root: Path, work: Path, modules: list[str], tests: tuple[str, ...] = T
         "[tool.mutmut]",
         'source_paths = ["lmms_spatial"]',
         f"only_mutate = {json.dumps([package_path(m) for m in modules])}",
-        f"pytest_add_cli_args = {json.dumps(list(PYTEST_ARGS))}",
+        f"pytest_add_cli_args = {json.dumps([*PYTEST_ARGS, *RUN_ONLY_ARGS])}",
         f"pytest_add_cli_args_test_selection = {json.dumps(list(tests))}",
         "",
     ]
