@@ -69,13 +69,14 @@ def test_an_llm_judge_writes_its_counts_only_when_they_were_recorded():
 
 
 def test_a_judge_is_read_back_with_the_keys_it_held_and_counts_as_numbers():
-    entry = {"model": 4, "rubric": "r", "rubric_version": 2, "share": 1, "scored": 3.0, "failures": "1",
+    entry = {"model": 4, "rubric": "r", "rubric_version": 2, "share": 1, "scored": 3.0, "failures": 1,
              "unparsed": 0, "reason": "x", "rule": "letter"}  # fmt: skip
     judge = Judge.from_json(entry)
     assert (judge.kind, judge.model, judge.rubric, judge.rubric_version, judge.share) == ("llm", "4", "r", "2", 1.0)
-    assert (judge.scored, judge.failures, judge.unparsed, judge.reason, judge.rule) == (3, None, 0, "x", "letter")
+    assert (judge.scored, judge.failures, judge.unparsed, judge.reason, judge.rule) == (3, 1, 0, "x", "letter")
     assert judge.given == frozenset(entry)
     assert Judge.from_json({"kind": "rule", "share": "half"}).share is None
+    assert Judge.from_json({"failures": "1"}).failures is None  # text is not a count
     assert Judge.from_json([("kind", "llm")]) is None and Judge.from_json(None) is None
 
 
@@ -131,6 +132,7 @@ def test_a_task_record_writes_its_keys_in_order_and_the_optional_ones_only_when_
     assert list(task.to_json()) == ["documents", "of", "limit", "judge", "map_source", "run_options", "seed",
                                     "replayed_from", "answers_from_store", "generation", "requests_failed"]  # fmt: skip
     assert task.to_json()["judge"] == {"kind": "none", "reason": "r"}
+    assert (task.to_json()["replayed_from"], task.to_json()["answers_from_store"]) == ("/r.json", 2)
     assert task.to_json()["generation"] == {"protocol": {"t": 0}, "in_effect": {"t": 0}, "overrides": {}}
     assert list(TaskRecord().to_json().items()) == [("documents", None), ("of", None), ("limit", None),
         ("judge", None), ("map_source", None), ("run_options", None), ("seed", None), ("answers_from_store", None),
@@ -224,6 +226,8 @@ def test_the_benchmark_of_a_scorer_is_the_package_under_lmms_spatial_tasks():
     assert c.benchmark_of(scorer) == "odi_bench"
     scorer.__module__ = "lmms_spatial.metrics.dori"
     assert c.benchmark_of(scorer) is None
+    scorer.__module__ = "lmms_spatial.tasks.odi_bench"  # a function of the benchmark's package itself
+    assert c.benchmark_of(scorer) == "odi_bench"
     scorer.__module__ = "lmms_spatial.tasks"
     assert c.benchmark_of(scorer) is None
     assert c.benchmark_of(object()) is None
@@ -244,6 +248,8 @@ def test_a_task_declares_its_judge_map_and_options_by_its_scorer_s_name(monkeypa
         "fake_bench", "odi_open", "cogmap", {"LMMS_X": "1"})  # fmt: skip
     assert c.needs_of("fake_bench") is module.TASK_NEEDS
     module.TASK_NEEDS = {"judge": {}}  # not a TaskNeeds: nothing declared
+    assert c.needs_of("fake_bench") == TaskNeeds()
+    del module.TASK_NEEDS  # none at all: nothing declared
     assert c.needs_of("fake_bench") == TaskNeeds()
 
 
@@ -267,3 +273,4 @@ def test_without_declared_options_the_run_options_in_effect_for_the_benchmark_ar
 
     monkeypatch.setattr(run_options, "in_effect", lambda benchmark: {"benchmark": benchmark})
     assert TaskNeeds().run_options("dori") == {"benchmark": "dori"}
+    assert c.declare("no_such_benchmark", object()).run_options == {"benchmark": "no_such_benchmark"}

@@ -182,6 +182,8 @@ def test_a_merge_lock_unclaimed_for_more_than_two_seconds_is_nobody_s_and_taken_
     assert owners.take_over_dead_merge_lock(lock) == {} and not lock.exists()
     young = _merge_lock(tmp_path / "b", {"pid": 5}, age_s=1.5)  # a pid without a host: not an owner to check
     assert owners.dead_merge_lock_owner(young) is None
+    hostonly = _merge_lock(tmp_path / "c", {"hostname": HOST}, age_s=1.5)  # a host without a pid: neither
+    assert owners.dead_merge_lock_owner(hostonly) is None
 
 
 def test_a_merge_lock_owner_written_with_host_keeps_it(tmp_path, dead_pid):
@@ -216,3 +218,10 @@ def test_a_half_made_merge_lock_of_this_process_or_of_nobody_is_dropped_another_
     assert other.is_dir()
     owners.drop_half_made_merge_lock(tmp_path / "d")  # none made: nothing to do
     assert not (tmp_path / "d").exists()
+
+
+def test_a_merge_lock_that_is_a_file_is_set_aside_too(tmp_path):
+    lock = tmp_path / ".merge.lock"
+    lock.write_text("")
+    assert owners._remove_merge_lock(lock) is True
+    assert not lock.exists()

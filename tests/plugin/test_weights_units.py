@@ -44,10 +44,13 @@ def test_a_folder_is_each_file_s_relative_name_size_and_content_in_name_order_hi
     (tmp_path / ".git").mkdir()
     (tmp_path / "config.json").write_bytes(b'{"a": 1}')
     (tmp_path / "a" / "tok.txt").write_bytes(b"xy")  # "a/tok.txt" sorts before "b.txt", though walked after it
+    (tmp_path / "a-b.txt").write_bytes(b"w")  # and after "a-b.txt" ("-" < "/"), though "a" < "a-b.txt" as parts
     (tmp_path / "b.txt").write_bytes(b"z")
     (tmp_path / ".hidden").write_bytes(b"never read")
     (tmp_path / ".git" / "HEAD").write_bytes(b"never read")
-    expected = _digest(b"a/tok.txt\x002\x00xy", b"b.txt\x001\x00z", b"config.json\x008\x00", b'{"a": 1}')
+    expected = _digest(
+        b"a-b.txt\x001\x00w", b"a/tok.txt\x002\x00xy", b"b.txt\x001\x00z", b"config.json\x008\x00", b'{"a": 1}'
+    )
     assert weights.local(str(tmp_path)) == expected
 
 
@@ -78,7 +81,7 @@ def test_a_safetensors_file_is_its_header_then_blocks_of_what_follows(tmp_path):
     assert weights.local(str(tmp_path / "m.safetensors")) == expected
 
 
-@pytest.mark.parametrize("length", [0, MIB + 1000])  # no header, or one longer than the file: sampled from 0
+@pytest.mark.parametrize("length", [0, MIB + 101, MIB + 1000])  # none, or longer than the MIB + 100 bytes after it
 def test_a_safetensors_file_whose_header_length_is_impossible_is_sampled_from_its_start(tmp_path, length):
     data = length.to_bytes(8, "little") + _data(MIB + 100)
     (tmp_path / "m.safetensors").write_bytes(data)
@@ -86,12 +89,21 @@ def test_a_safetensors_file_whose_header_length_is_impossible_is_sampled_from_it
     assert weights.local(str(tmp_path / "m.safetensors")) == expected
 
 
-def test_a_safetensors_header_that_fills_the_file_to_its_last_byte_is_read(tmp_path):
+def test_a_safetensors_header_that_leaves_less_than_a_block_reads_the_rest_in_every_block(tmp_path):
     header = b"{" + b" " * (MIB + 10) + b"}"
-    data = len(header).to_bytes(8, "little") + header
+    rest = _data(100)
+    data = len(header).to_bytes(8, "little") + header + rest
     (tmp_path / "m.safetensors").write_bytes(data)
-    # the header ends the file: every block read from there is empty
-    assert weights.local(str(tmp_path / "m.safetensors")) == _digest(f"m.safetensors\x00{len(data)}\x00".encode(), data)
+    # 100 bytes after the header, under one block: each of the 64 blocks reads those 100 bytes
+    expected = _digest(f"m.safetensors\x00{len(data)}\x00".encode(), data[: 8 + len(header)], rest * 64)
+    assert weights.local(str(tmp_path / "m.safetensors")) == expected
+
+
+def test_a_safetensors_header_of_one_byte_is_read(tmp_path):
+    data = (1).to_bytes(8, "little") + b"{" + _data(MIB + 100)
+    (tmp_path / "m.safetensors").write_bytes(data)
+    expected = _digest(f"m.safetensors\x00{len(data)}\x00".encode(), data[:9], _blocks(data, 9))
+    assert weights.local(str(tmp_path / "m.safetensors")) == expected
 
 
 def test_an_unreadable_file_is_named_by_its_error_never_skipped(tmp_path):
@@ -160,6 +172,8 @@ def test_a_hub_id_is_resolved_in_the_given_cache_dir_at_the_given_revision(tmp_p
         f"name:x;lora=hub:Org/ad@{OTHER}"
     )
     assert weights.fingerprint("pretrained=Org/m") == "hub:Org/m@unresolved"  # not in the default cache
+    _hub(tmp_path / "default", "Org/ad", "main", COMMIT)
+    assert weights.fingerprint("model_name=x,peft=Org/ad") == f"name:x;peft=hub:Org/ad@{COMMIT}"
 
 
 def test_a_model_name_is_a_name_even_when_the_cache_holds_it(tmp_path, monkeypatch):
@@ -191,6 +205,10 @@ def test_a_hub_cache_without_huggingface_hub_is_under_hf_home(tmp_path, monkeypa
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     _hub(tmp_path / "hub", "Org/m", "main", COMMIT)
     assert weights.hub_commit("Org/m") == COMMIT
+    monkeypatch.delenv("HF_HOME")  # then ~/.cache/huggingface/hub
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    _hub(tmp_path / "home" / ".cache" / "huggingface" / "hub", "Org/m", "main", OTHER)
+    assert weights.hub_commit("Org/m") == OTHER
 
 
 def test_the_run_line_names_the_weights_or_says_none_are_named():
