@@ -99,6 +99,14 @@ def test_a_safetensors_header_that_leaves_less_than_a_block_reads_the_rest_in_ev
     assert weights.local(str(tmp_path / "m.safetensors")) == expected
 
 
+def test_a_safetensors_header_that_fills_the_file_to_its_last_byte_is_read(tmp_path):
+    header = b"{" + b" " * (MIB + 10) + b"}"
+    data = len(header).to_bytes(8, "little") + header
+    (tmp_path / "m.safetensors").write_bytes(data)
+    # the header ends the file (its length is size - 8, the largest allowed): every block read after it is empty
+    assert weights.local(str(tmp_path / "m.safetensors")) == _digest(f"m.safetensors\x00{len(data)}\x00".encode(), data)
+
+
 def test_a_safetensors_header_of_one_byte_is_read(tmp_path):
     data = (1).to_bytes(8, "little") + b"{" + _data(MIB + 100)
     (tmp_path / "m.safetensors").write_bytes(data)
