@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -148,14 +149,21 @@ def test_an_owner_file_that_is_not_an_object_or_not_json_names_nobody(tmp_path):
 # --- lmms-eval's merge lock -------------------------------------------------------------------------------------------
 
 
+NOW = 1_800_000_000.0  # the clock the merge-lock tests read: a lock's age is set, never measured
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """``owners`` reads the time from here (a loaded machine stalling between two lines changes no age)."""
+    monkeypatch.setattr(owners, "time", types.SimpleNamespace(time=lambda: NOW, strftime=time.strftime))
+
+
 def _merge_lock(tmp_path, owner: dict | None, age_s: float = 0.0):
     lock = tmp_path / ".merge.lock"
     lock.mkdir(parents=True)
     if owner is not None:
         (lock / "owner.json").write_text(json.dumps(owner))
-    if age_s:
-        then = time.time() - age_s
-        os.utime(lock, (then, then))
+    os.utime(lock, (NOW - age_s, NOW - age_s))
     return lock
 
 
@@ -167,7 +175,7 @@ def test_a_merge_lock_of_a_dead_owner_is_taken_over_and_its_owner_named(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # the lock and its owner file are gone
 
 
-def test_a_merge_lock_of_a_live_owner_or_one_just_made_is_left(tmp_path):
+def test_a_merge_lock_of_a_live_owner_or_one_just_made_is_left(tmp_path, clock):
     live = _merge_lock(tmp_path / "a", {"pid": os.getppid(), "hostname": HOST})
     assert owners.dead_merge_lock_owner(live) is None
     assert owners.take_over_dead_merge_lock(live) is None and live.is_dir()
@@ -176,7 +184,7 @@ def test_a_merge_lock_of_a_live_owner_or_one_just_made_is_left(tmp_path):
     assert owners.dead_merge_lock_owner(tmp_path / "none") is None  # no lock at all
 
 
-def test_a_merge_lock_unclaimed_for_more_than_two_seconds_is_nobody_s_and_taken_over(tmp_path):
+def test_a_merge_lock_unclaimed_for_more_than_two_seconds_is_nobody_s_and_taken_over(tmp_path, clock):
     lock = _merge_lock(tmp_path / "a", None, age_s=2.5)
     assert owners.dead_merge_lock_owner(lock) == {}
     assert owners.take_over_dead_merge_lock(lock) == {} and not lock.exists()
