@@ -57,6 +57,7 @@ def test_module_names_are_the_installed_ones():
         "lmms_spatial/data/answer_space.py"
     )
     assert mutation.package_path("lmms_spatial/models/random_choice.py") == "lmms_spatial/models/random_choice.py"
+    assert mutation.module_of("lmms_spatial.conditions.x_parse_model_args__mutmut_1") == "lmms_spatial/conditions.py"
     assert mutation.module_of("mutants.something.x_f__mutmut_1") is None
 
 

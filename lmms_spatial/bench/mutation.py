@@ -116,6 +116,10 @@ PYTEST_ARGS = (
     *(arg for test in LEFT_OUT for arg in ("--deselect", test)),
 )
 
+# pytest arguments of the mutation runs that change neither which mutants exist nor which tests meet them (so not
+# part of any fingerprint): tqdm's lock made one per process (a worker killed inside a bar must not hang the others)
+RUN_ONLY_ARGS = ("-p", "lmms_spatial.bench.mutation_lock")
+
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
 
@@ -173,9 +177,33 @@ GROUPS = (
             "tests/judge/test_judge_units.py",
         ),
     ),  # fmt: skip
+    # which logged answer replay gives (and when it refuses), and which map the staged model puts before a question
+    # (its cache keys, one map per image, read-back)
+    Group(
+        "replay_staged",
+        ("lmms_spatial/models/replay.py", "lmms_spatial/models/staged.py"),
+        (
+            "tests/models/test_replay_answers.py",
+            "tests/models/test_replay_files.py",
+            "tests/models/test_replay_units.py",
+            "tests/models/test_staged.py",
+            "tests/models/test_staged_jobs.py",
+            "tests/models/test_staged_units.py",
+        ),
+    ),  # fmt: skip
+    # the answer store's key: the fingerprint of the weights a run's --model_args name (which argument, which bytes)
+    Group(
+        "store_weights",
+        ("lmms_spatial/plugin/weights.py",),
+        ("tests/test_weights_sampling.py", "tests/plugin/test_weights_units.py"),
+    ),
+    # which live process writes into a folder of the answer store (a live run's answers are its own, a dead one's are
+    # read back) and lmms-eval's merge lock a dead owner left
+    Group("store_owners", ("lmms_spatial/plugin/owners.py",), ("tests/plugin/test_owners_units.py",)),
+    # the run conditions a results file records and the report reads back (to_json / from_json, the judge's words)
+    Group("conditions", ("lmms_spatial/conditions.py",), ("tests/plugin/test_conditions_units.py",)),
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
-    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md); so do models/replay.py +
-    # models/staged.py (against tests/models/test_replay_{answers,files}.py and test_staged{,_jobs}.py: not run yet)
+    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
 
 
@@ -210,7 +238,7 @@ def module_of(mutant: str) -> str | None:
     A name is ``<module>.<mangled function>__mutmut_<n>``; the mangled function holds no dot.
     """
     parts = mutant.rpartition(".")[0].split(".")
-    if len(parts) < 3 or parts[0] != "lmms_spatial":
+    if len(parts) < 2 or parts[0] != "lmms_spatial":  # lmms_spatial.conditions: a module of the package's top
         return None
     return "/".join(parts[1:] if parts[1] in ("metrics", "tasks") else parts) + ".py"
 
@@ -346,7 +374,7 @@ def stage(root: Path, work: Path, modules: list[str], tests: tuple[str, ...] = T
         "[tool.mutmut]",
         'source_paths = ["lmms_spatial"]',
         f"only_mutate = {json.dumps([package_path(m) for m in modules])}",
-        f"pytest_add_cli_args = {json.dumps(list(PYTEST_ARGS))}",
+        f"pytest_add_cli_args = {json.dumps([*PYTEST_ARGS, *RUN_ONLY_ARGS])}",
         f"pytest_add_cli_args_test_selection = {json.dumps(list(tests))}",
         "",
     ]
