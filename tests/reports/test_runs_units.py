@@ -9,16 +9,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lmms_spatial.conditions import Judge
 from lmms_spatial.reports.runs import (
     Conditions,
     Run,
     TaskConditions,
+    _fraction,
+    _judge_from_results,
     _map_source,
+    _recorded_judge,
+    _tasks,
     _without_seed,
     derive_conditions,
+    describe_data,
     differences,
     distinct_runs,
     pool_key,
+    software_difference,
 )
 
 TASK = "a_task"  # not one of ours: no benchmark, so data_of() holds nothing to compare
@@ -174,3 +181,97 @@ def test_map_sources_that_differ_keep_runs_apart():
     a, b = run("a", results(), lines=drawn), run("b", results("pretrained=org/m,seed=2"), lines=missing)
     assert pool_key(a, [TASK]) != pool_key(b, [TASK])
     assert differences(a, b, [TASK]) == [f"map own_map vs map none ({TASK})"]
+
+
+# --- the judge an older results file shows (no samples lines), and the recorded judge completed ----------------
+
+
+def test_the_judge_of_a_results_file_without_samples_is_read_from_its_counts():
+    assert _judge_from_results({"acc,none": 1.0}, 10) is None
+    values = {"judge_failures,none": 1, "judge_unparsed,none": 2, "judge_fallback_share,none": 0.25}
+    # scored = 10 documents - 1 failure - 2 unparsed = 7
+    assert _judge_from_results(values, 10) == Judge("rule", share=0.25, scored=7, failures=1, unparsed=2)
+    # no fallback share (0, NaN or absent): an LLM judged; 3.0 is a count of 3; scored = 4 - 3 - 0 = 1
+    llm = Judge("llm", scored=1, failures=3, unparsed=None)
+    assert _judge_from_results({"judge_failures,none": 3.0, "judge_fallback_share,none": 0}, 4) == llm
+    assert _judge_from_results({"judge_failures,none": 3, "judge_fallback_share,none": float("nan")}, 4) == llm
+    # documents unknown: nothing scored is counted
+    assert _judge_from_results({"judge_failures,none": 2}, None) == Judge("llm", failures=2)
+
+
+def test_every_judge_call_failed_is_no_judge_even_with_a_fallback_share():
+    values = {"judge_failures,none": 4, "judge_unparsed,none": 1, "judge_fallback_share,none": 0.5}
+    # scored = max(0, 4 - 4 - 1) = 0
+    none = Judge("none", reason="every judge call failed", scored=0, failures=4, unparsed=1)
+    assert _judge_from_results(values, 4) == none
+    assert _judge_from_results({**values, "judge_failures,none": 5}, 4) == Judge(
+        "none", reason="every judge call failed", scored=0, failures=5, unparsed=1
+    )
+    # one document short of all failing: the rule judged (scored = max(0, 4 - 3 - 1) = 0)
+    assert _judge_from_results({**values, "judge_failures,none": 3}, 4).kind == "rule"
+
+
+def test_derived_conditions_take_the_judge_from_the_results_when_there_are_no_samples():
+    data = results(documents=(6, 6))
+    data["results"][TASK].update({"judge_failures,none": 1, "judge_unparsed,none": 0})
+    # scored = 6 - 1 - 0 = 5
+    assert derive_conditions(data, {}).tasks[TASK].judge == Judge("llm", scored=5, failures=1, unparsed=0)
+
+
+def test_the_recorded_judge_is_completed_field_by_field_from_the_score_records():
+    assert _recorded_judge(None, Judge("llm", model="x")) is None
+    derived = Judge("llm", model="x", rubric="r", rubric_version="2", share=0.3, scored=5, failures=9, unparsed=1,
+                    reason="d")  # fmt: skip
+    entry = Judge.from_json({"kind": "llm", "model": "gpt", "failures": 1, "share": 0.0})
+    assert _recorded_judge(entry, derived) == Judge(
+        "llm", model="gpt", rubric="r", rubric_version="2", share=0.0, scored=5, failures=1, unparsed=1, reason="d"
+    )
+    given_counts = Judge.from_json({"kind": "llm", "scored": 0, "unparsed": 0, "rubric": "q", "rubric_version": 3})
+    completed = _recorded_judge(given_counts, derived)
+    assert (completed.rubric, completed.rubric_version, completed.scored, completed.failures, completed.unparsed) == (
+        "q", "3", 0, 9, 0)  # fmt: skip
+    # the rule's text stands as the reason; no derived judge: nothing else to take
+    rule = Judge.from_json({"kind": "rule", "rule": "first letter", "share": 0.5})
+    assert _recorded_judge(rule, None) == Judge("rule", share=0.5, reason="first letter")
+    both = Judge.from_json({"kind": "none", "reason": "no key", "rule": "first letter"})
+    assert _recorded_judge(both, derived).reason == "no key"
+
+
+# --- the words of a difference --------------------------------------------------------------------------------
+
+VERSIONS = {"lmms-eval": "0.7.3", "transformers": "5.0", "torch": "2.1"}
+
+
+def with_software(name: str, packages: dict[str, str] | None) -> Run:
+    environment = None if packages is None else {"packages": packages}
+    conditions = Conditions("m", "hf", "pretrained=org/m", seed=name, environment=environment)
+    return Run(Path(f"/runs/{name}_results.json"), results(), "m", conditions)
+
+
+def test_software_differences_name_each_package_whose_version_differs():
+    a = with_software("1", VERSIONS)
+    older = with_software("2", {**VERSIONS, "transformers": "4.5"})
+    assert software_difference(a.conditions, older.conditions) == "transformers 5.0 vs 4.5"
+    assert differences(a, older, []) == ["software transformers 5.0 vs 4.5"]
+    assert pool_key(a, []) != pool_key(older, [])
+    no_torch = with_software("3", {"lmms-eval": "0.7.3", "transformers": "5.0"})
+    assert software_difference(a.conditions, no_torch.conditions) == "torch 2.1 vs ?"
+    assert software_difference(no_torch.conditions, older.conditions) == "transformers 5.0 vs 4.5, torch ? vs 2.1"
+    unrecorded = with_software("4", None)
+    assert software_difference(unrecorded.conditions, a.conditions) == (
+        "software not recorded vs lmms-eval 0.7.3, transformers 5.0, torch 2.1")  # fmt: skip
+    assert software_difference(a.conditions, unrecorded.conditions) == (
+        "lmms-eval 0.7.3, transformers 5.0, torch 2.1 vs software not recorded")  # fmt: skip
+
+
+def test_fractions_task_lists_and_data_read_as_written():
+    assert _fraction(TaskConditions(documents=3, of=12)) == "3/12"
+    assert _fraction(TaskConditions(of=12)) == "?/12"
+    assert _fraction(TaskConditions(documents=3)) == "3/?"
+    assert _fraction(TaskConditions(documents=0, of=0, empty=True)) == "none (no documents in this release)"
+    assert _tasks(["a", "b", "c"]) == "a, b, c"
+    assert _tasks(["a", "b", "c", "d"]) == "a, b, c and 1 more"
+    assert _tasks(["a", "b", "c", "d", "e"]) == "a, b, c and 2 more"
+    assert describe_data(None) == "not recorded"
+    assert describe_data(()) == "none"
+    assert describe_data([("mmsi", "R/M@abc"), ("dori", "a local copy")]) == "mmsi: R/M@abc, dori: a local copy"
