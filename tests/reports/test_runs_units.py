@@ -15,6 +15,7 @@ from lmms_spatial.reports.runs import (
     Run,
     TaskConditions,
     _fraction,
+    _judge_from_lines,
     _judge_from_results,
     _map_source,
     _recorded_judge,
@@ -275,3 +276,52 @@ def test_fractions_task_lists_and_data_read_as_written():
     assert describe_data(None) == "not recorded"
     assert describe_data(()) == "none"
     assert describe_data([("mmsi", "R/M@abc"), ("dori", "a local copy")]) == "mmsi: R/M@abc, dori: a local copy"
+
+
+# --- the judge the samples lines show -------------------------------------------------------------------------
+
+
+def verdict(**fields: Any) -> dict[str, Any]:
+    """One samples line whose score record is a judge's (the first mapping value is not: it is skipped)."""
+    return {"doc_id": 0, "other": {"acc": 1}, "llm_accuracy": fields}
+
+
+def test_lines_without_a_judge_record_show_no_judge():
+    assert _judge_from_lines([{"score": {"acc": 1}}, {"score": {"failed": True, "reason": "parse"}}]) is None
+
+
+def test_the_llm_judge_and_its_rubric_are_read_from_the_verdicts():
+    lines = [
+        verdict(judge="gpt-b", rubric="", rubric_version=None),  # the first rubric is empty: the next one counts
+        verdict(judge="gpt-a", rubric="open", rubric_version=2),
+        verdict(judge="gpt-a", rubric="other", rubric_version=3, failed=True, reason="judge_unparsed"),
+        verdict(rubric="open", failed=True, reason="judge_failed:timeout:30s"),
+    ]
+    # answered: 3 (the unparsed one counts as answered), unparsed 1 -> scored 2; failures 1
+    assert _judge_from_lines(lines) == Judge(
+        "llm", model="gpt-a, gpt-b", rubric="open", rubric_version="2", scored=2, failures=1, unparsed=1
+    )
+
+
+def test_the_rule_based_fallback_share_is_of_the_answered_verdicts():
+    lines = [
+        verdict(judge="gpt-a", rubric="open", rubric_version=1),
+        verdict(judge="none (rule-based fallback)", rubric="open", rubric_version=1),
+        verdict(judge="gpt-a", rubric="open", rubric_version=1, fallback=True),
+        verdict(judge="gpt-a", rubric="open", rubric_version=1),
+        verdict(failed=True, reason="judge_failed:http 500"),
+    ]
+    # answered 4, of which 2 by the rule: share 2/4 = 0.5; the LLM's name from the other two
+    assert _judge_from_lines(lines) == Judge(
+        "rule", model="gpt-a", rubric="open", rubric_version="1", share=0.5, scored=4, failures=1, unparsed=0
+    )
+    only_rule = [verdict(judge="none (rule-based fallback)", rubric="open")]
+    assert _judge_from_lines(only_rule) == Judge("rule", rubric="open", share=1.0, scored=1, failures=0, unparsed=0)
+
+
+def test_no_answered_verdict_is_no_judge_with_the_first_failure_as_reason():
+    lines = [verdict(failed=True, reason="judge_failed:no_api_key:set it"), verdict(failed=True, reason="judge_x")]
+    assert _judge_from_lines(lines) == Judge("none", reason="no_api_key", scored=0, failures=2, unparsed=0)
+    assert _judge_from_lines([verdict(failed=True, reason="judge_failed:")]) == Judge(
+        "none", reason="no verdict", scored=0, failures=1, unparsed=0
+    )
