@@ -325,3 +325,74 @@ def test_no_answered_verdict_is_no_judge_with_the_first_failure_as_reason():
     assert _judge_from_lines([verdict(failed=True, reason="judge_failed:")]) == Judge(
         "none", reason="no verdict", scored=0, failures=1, unparsed=0
     )
+
+
+# --- what a run shows ---------------------------------------------------------------------------------------
+
+
+def test_a_value_is_a_finite_number_and_anything_else_none():
+    data = results()
+    data["results"][TASK].update({"n,none": 3, "flag,none": True, "nan,none": float("nan"), "text,none": "0.5"})
+    a = run("a", data)
+    assert (a.value(TASK, "acc"), a.value(TASK, "n")) == (0.5, 3.0)
+    assert [a.value(TASK, m) for m in ("flag", "nan", "text", "missing")] == [None, None, None, None]
+    assert a.value("other", "acc") is None
+    assert a.has(TASK) and not a.has("other")
+    assert a.documents(TASK) == 12 and a.documents("other") == 0
+    assert a.samples(TASK) is None
+
+
+def test_withheld_says_why_a_value_must_not_be_shown():
+    def with_task(**fields: Any) -> Run:
+        conditions = Conditions("m", "hf", "", tasks={TASK: TaskConditions(documents=2, of=2, **fields)})
+        return Run(Path("/runs/a_results.json"), results(), "m", conditions)
+
+    assert with_task().withheld(TASK, "acc") is None
+    assert with_task().withheld("b_task", "acc") == "b_task not in this run"
+    assert with_task(empty=True).withheld(TASK, "acc") == f"{TASK}: no documents in this release"
+    assert with_task(failed="boom").withheld(TASK, "acc") == f"{TASK}: scoring failed (boom)"
+    no_map = "no map: answered without a map drawn by the model (a chat model draws its own; or --model staged)"
+    assert with_task(map_source="none").withheld(TASK, "acc") == no_map
+    assert with_task(map_source="partial").withheld(TASK, "acc") == (
+        "map stage: only some answers had the model's own map in the conversation")  # fmt: skip
+    assert with_task(map_source="own_map").withheld(TASK, "acc") is None
+    no_judge = with_task(judge=Judge("none", reason="no key"))
+    assert no_judge.withheld(TASK, "llm_accuracy") == (
+        "no judge: no answer was judged (no key); set LMMS_SPATIAL_JUDGE and re-score the samples with --model replay"
+    )
+    assert with_task(judge=Judge("none")).withheld(TASK, "judge_score").startswith(
+        "no judge: no answer was judged (no verdict);")  # fmt: skip
+    assert no_judge.withheld(TASK, "acc") is None  # not a judged metric
+    unparsed = with_task(judge=Judge("llm", scored=0, unparsed=2))
+    assert unparsed.withheld(TASK, "llm_accuracy") == "judge: every verdict unparsed (no answer scored)"
+    assert with_task(judge=Judge("llm", scored=1, unparsed=2)).withheld(TASK, "llm_accuracy") is None
+    assert with_task(judge=Judge("llm", scored=0, unparsed=0)).withheld(TASK, "llm_accuracy") is None
+    # a task in the results without conditions is shown
+    bare = Run(Path("/runs/a_results.json"), results(), "m", Conditions("m", "hf", ""))
+    assert bare.withheld(TASK, "acc") is None
+
+
+def test_the_digest_holds_the_numbers_of_the_tasks_asked_for():
+    a, same = run("a", results()), run("b", results("pretrained=org/other"))
+    assert a.digest() == same.digest()  # conditions are not numbers
+    other_docs = run("c", results(documents=(3, 12)))
+    assert a.digest() != other_docs.digest()  # n-samples are
+    data = results()
+    data["results"]["b_task"] = {"acc,none": 0.9}
+    wider = run("d", data)
+    assert wider.digest() != a.digest()
+    assert wider.digest([TASK]) == a.digest([TASK]) == a.digest()
+    assert run("e", results(accuracy=0.25)).digest([TASK]) != a.digest([TASK])
+
+
+def test_run_options_are_the_distinct_options_recorded_for_the_tasks_asked():
+    tasks = {
+        "t1": TaskConditions(run_options=(("LMMS_SPATIAL_X", "on"),)),
+        "t2": TaskConditions(run_options=(("LMMS_SPATIAL_X", "on"),)),
+        "t3": TaskConditions(run_options=()),
+        "t4": TaskConditions(),  # not recorded
+    }
+    r = Run(Path("/runs/a_results.json"), results(), "m", Conditions("m", "hf", "", tasks=tasks))
+    assert r.run_options(["t1", "t2", "t3", "t4", "t5"]) == [{"LMMS_SPATIAL_X": "on"}, {}]
+    assert r.run_options(["t3"]) == [{}]
+    assert r.run_options(["t4"]) == []
