@@ -23,8 +23,10 @@ from lmms_spatial.reports.runs import (
     _without_seed,
     derive_conditions,
     describe_data,
+    describe_generation,
     differences,
     distinct_runs,
+    generation_items,
     pool_key,
     software_difference,
 )
@@ -396,3 +398,112 @@ def test_run_options_are_the_distinct_options_recorded_for_the_tasks_asked():
     assert r.run_options(["t1", "t2", "t3", "t4", "t5"]) == [{"LMMS_SPATIAL_X": "on"}, {}]
     assert r.run_options(["t3"]) == [{}]
     assert r.run_options(["t4"]) == []
+
+
+# --- the recorded conditions (issue 33) over the derived ones ------------------------------------------------
+
+
+def test_the_recorded_conditions_replace_the_derived_ones_field_by_field():
+    data = results("pretrained=org/m,seed=1", random_seed=0)
+    data["lmms_spatial"] = {
+        "schema": 1,
+        "model": {"label": "M", "name": "hf2", "args": {"pretrained": "org/m", "seed": 4}, "seed": None},
+        "tasks": {
+            TASK: {
+                "documents": 3, "of": 12, "limit": 3, "map_source": "own_map", "run_options": {"B": "2", "A": "1"},
+                "seed": 7, "generation": {"protocol": {"max_new_tokens": 16},
+                                          "in_effect": {"max_new_tokens": 16.0, "temperature": 0}},
+            }
+        },
+        "environment": {"packages": {"torch": "2.1"}},
+        "data": {"mmsi": {"source": "R/M", "revision": "abc"}, "dori": {"source": "/x", "local": True},
+                 "osr": {"source": "O/B"}},
+    }  # fmt: skip
+    c = derive_conditions(data, {})
+    # the args' seed=4 is the seed (the model records none of its own); --seed 0 stays beside it
+    assert c == Conditions(
+        "M", "hf2", "pretrained=org/m", seed="4", random_seed="0", recorded=True,
+        tasks={TASK: TaskConditions(
+            documents=3, of=12, limit=3, map_source="own_map", run_options=(("A", "1"), ("B", "2")), seed="7",
+            generation=(("max_new_tokens", "16"), ("temperature", "0")), protocol=(("max_new_tokens", "16"),))},
+        data=(("dori", "a local copy"), ("mmsi", "R/M@abc"), ("osr", "O/B@default branch")),
+    )  # fmt: skip
+    assert c.software == (("torch", "2.1"),)
+    assert c.tasks[TASK].off_protocol() == {"temperature": ("0", None)}
+
+
+def test_a_recorded_entry_of_an_earlier_version_keeps_what_it_lacks_from_the_file():
+    data = results("pretrained=org/m,seed=1", random_seed=0, documents=(12, 12))
+    data["config"]["limit"] = 5
+    lines = {TASK: [verdict(judge="gpt-a", rubric="open", rubric_version=1)]}
+    data["lmms_spatial"] = {
+        "schema": 1,
+        "model": {"seed": 9},
+        "tasks": {TASK: {"documents": 5, "judge": {"kind": "llm", "model": "gpt-b"}}, "b_task": {"of": 2}},
+    }
+    c = derive_conditions(data, lines)
+    assert (c.label, c.model, c.args, c.seed, c.random_seed) == ("m", "hf", "pretrained=org/m", "9", None)
+    assert c.tasks[TASK] == TaskConditions(
+        documents=5, of=12, limit=5,
+        judge=Judge("llm", model="gpt-b", rubric="open", rubric_version="1", scored=1, failures=0, unparsed=0),
+    )  # fmt: skip
+    assert c.tasks["b_task"] == TaskConditions(of=2)
+    assert c.data is None and c.environment is None
+    # the args' seed when the model records none: the derived one
+    data["lmms_spatial"]["model"] = {}
+    assert derive_conditions(data, lines).seed == "1"
+
+
+def test_without_a_schema_the_record_is_ignored():
+    data = results("pretrained=org/m,seed=1")
+    data["lmms_spatial"] = {"model": {"label": "M", "seed": 9}}
+    c = derive_conditions(data, {})
+    assert (c.label, c.seed, c.recorded) == ("m", "1", False)
+
+
+# --- what else a results file says --------------------------------------------------------------------------
+
+
+def test_empty_and_failed_tasks_options_and_gen_kwargs_are_derived():
+    data = results()
+    data["config"]["gen_kwargs"] = {"temperature": 0.0, "max_new_tokens": 8}
+    data["results"]["empty_task"] = {"documents,none": "no documents in this release"}
+    data["lmms_spatial"] = {"failed_tasks": {"bad_task": "x" * 250}}
+    lines = {TASK: [{"doc_id": 0, "score": {"acc": 1, "run_options": {"LMMS_SPATIAL_DORI_SEED": 3}}}, {"score": {}}]}
+    c = derive_conditions(data, lines)
+    assert c.gen_overrides == (("max_new_tokens", "8"), ("temperature", "0"))
+    assert c.tasks["empty_task"] == TaskConditions(empty=True)
+    assert c.tasks["bad_task"] == TaskConditions(failed="x" * 200)
+    assert c.tasks[TASK].run_options == (("LMMS_SPATIAL_DORI_SEED", "3"),)
+    assert c.describe_seed([TASK]) == "option seed 3"
+    data["lmms_spatial"] = {"failed_tasks": ["bad_task"]}
+    assert derive_conditions(data, {}).tasks["bad_task"] == TaskConditions()
+
+
+def test_generation_settings_compare_as_text_and_read_in_words():
+    assert generation_items({"temperature": 0.0, "top_p": 0.5, "stop": ["\n"]}) == (
+        ("stop", '["\\n"]'), ("temperature", "0"), ("top_p", "0.5"))  # fmt: skip
+    assert generation_items(None) is None and generation_items("temperature=0") is None
+    assert describe_generation(None) == "not recorded"
+    assert describe_generation(()) == "none"
+    assert describe_generation((("max_new_tokens", "8"), ("temperature", "0"))) == "max_new_tokens=8, temperature=0"
+    tc = TaskConditions(generation=(("a", "1"), ("b", "2")), protocol=(("b", "3"), ("c", "4")))
+    assert tc.off_protocol() == {"b": ("2", "3"), "a": ("1", None), "c": ("(unset)", "4")}
+    assert TaskConditions(generation=(("a", "1"),)).off_protocol() == {}
+    assert TaskConditions(protocol=(("a", "1"),)).off_protocol() == {}
+
+
+def test_gen_kwargs_keep_runs_apart_and_are_named():
+    a, b = run("a", results()), run("b", results("pretrained=org/m,seed=2"))
+    b.conditions = Conditions(**{**b.conditions.__dict__, "gen_overrides": (("temperature", "0"),)})
+    assert pool_key(a, [TASK]) != pool_key(b, [TASK])
+    assert differences(a, b, [TASK]) == ["--gen_kwargs none vs temperature=0"]
+
+
+def test_the_data_of_the_benchmarks_run_is_compared():
+    data = (("dori", "D@1"), ("mmsi", "M@1"), ("mmsi/extra", "M@2"))
+    c = Conditions("m", "hf", "", data=data)
+    assert c.data_of(["mmsi_vanilla"]) == (("mmsi", "M@1"), ("mmsi/extra", "M@2"))
+    assert c.data_of(["dori_view_parallelism_coarse"]) == (("dori", "D@1"),)
+    assert c.data_of([]) == ()
+    assert Conditions("m", "hf", "").data_of(["dori_view_parallelism_coarse"]) is None
