@@ -6,8 +6,11 @@ two runs pool that must not, or keeps apart two seeds that must pool."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from lmms_spatial.conditions import Judge
 from lmms_spatial.reports.runs import (
@@ -26,7 +29,10 @@ from lmms_spatial.reports.runs import (
     describe_generation,
     differences,
     distinct_runs,
+    find_results_files,
     generation_items,
+    load_run,
+    load_runs,
     pool_key,
     software_difference,
 )
@@ -507,3 +513,52 @@ def test_the_data_of_the_benchmarks_run_is_compared():
     assert c.data_of(["dori_view_parallelism_coarse"]) == (("dori", "D@1"),)
     assert c.data_of([]) == ()
     assert Conditions("m", "hf", "").data_of(["dori_view_parallelism_coarse"]) is None
+
+
+# --- reading the files ----------------------------------------------------------------------------------------
+
+
+def write_run(folder: Path, stamp: str, data: dict[str, Any], samples: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for task, text in samples.items():
+        (folder / f"{stamp}_samples_{task}.jsonl").write_text(text, encoding="utf-8")
+    path = folder / f"{stamp}_results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_run_is_its_results_and_the_samples_files_of_its_timestamp(tmp_path):
+    line = {"doc_id": 0, "input": "p", "doc": {}, "arguments": [], "doc_hash": "h", "token_counts": 1, "target": "A"}
+    path = write_run(tmp_path, "2026_a", results(), {TASK: json.dumps(line) + "\n\n" + json.dumps({"doc_id": 1})})
+    write_run(tmp_path, "2026_b", results(), {"b_task": json.dumps({"doc_id": 9})})
+    r = load_run(path)
+    assert r.lines == {TASK: [{"doc_id": 0, "target": "A"}, {"doc_id": 1}]}  # the prompt and document dropped
+    assert (r.label, r.labelled, r.results_file) == ("m", False, path)
+    assert load_run(path, "mine").label == "mine" and load_run(path, "mine").labelled
+
+
+def test_a_bad_samples_line_names_its_file_and_line(tmp_path):
+    path = write_run(tmp_path, "s", results(), {TASK: '{"doc_id": 0}\n{oops\n'})
+    with pytest.raises(ValueError, match=r"s_samples_a_task\.jsonl:2: not a JSON samples line"):
+        load_run(path)
+    path = write_run(tmp_path / "list", "s", results(), {TASK: "\n[1]\n"})
+    with pytest.raises(ValueError, match=r"s_samples_a_task\.jsonl:2: not a samples record \(a JSON list\)"):
+        load_run(path)
+
+
+def test_results_files_are_found_in_folders_and_labels_must_match_them(tmp_path):
+    one = write_run(tmp_path / "x", "1", results(), {})
+    two = write_run(tmp_path / "y" / "deep", "2", results("pretrained=org/m,seed=2"), {})
+    (tmp_path / "y" / "notes.json").write_text("{}")
+    assert find_results_files([tmp_path]) == [one, two]
+    assert find_results_files([two, tmp_path / "x"]) == [two, one]
+    with pytest.raises(FileNotFoundError, match="neither a"):
+        find_results_files([tmp_path / "y" / "notes.json"])
+    with pytest.raises(FileNotFoundError, match=f"no \\*_results.json under {tmp_path / 'empty'}"):
+        (tmp_path / "empty").mkdir()
+        find_results_files([tmp_path / "empty"])
+    runs = load_runs([tmp_path], labels=["a", "b"])
+    assert [(r.label, r.conditions.seed) for r in runs] == [("a", "1"), ("b", "2")]
+    assert [r.label for r in load_runs([tmp_path])] == ["m", "m"]
+    with pytest.raises(ValueError, match="1 labels for 2 results files"):
+        load_runs([tmp_path], labels=["a"])
