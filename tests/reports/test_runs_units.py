@@ -562,3 +562,22 @@ def test_results_files_are_found_in_folders_and_labels_must_match_them(tmp_path)
     assert [r.label for r in load_runs([tmp_path])] == ["m", "m"]
     with pytest.raises(ValueError, match="1 labels for 2 results files"):
         load_runs([tmp_path], labels=["a"])
+
+
+def test_the_seed_is_described_by_what_sets_it_first():
+    def conditions(seed=None, random_seed=None, **tasks: TaskConditions) -> Conditions:
+        return Conditions("m", "hf", "", seed=seed, random_seed=random_seed, tasks=tasks)
+
+    dori = {"LMMS_SPATIAL_DORI_SEED": "2"}
+    options = {k: TaskConditions(run_options=tuple(v.items())) for k, v in (("t1", dori), ("t2", {"A": "1"}))}
+    assert conditions("5", **options).describe_seed(["t1", "t2", "t3"]) == "option seed 2"
+    two = {"t1": TaskConditions(run_options=(("LMMS_SPATIAL_DORI_SEED", "3"),)), "t2": options["t1"]}
+    assert conditions(**two).describe_seed(["t2", "t1"]) == "option seed 2, 3"
+    assert conditions(**two).seeds(["t2", "t1", "t9"]) == (None, None, ("",), ("2", "3"))
+    assert conditions("5", "0", **options).describe_seed(["t2"]) == "seed=5"
+    task_seeds = {"t1": TaskConditions(seed="8"), "t2": TaskConditions(seed="7"), "t3": TaskConditions()}
+    assert conditions(None, "0", **task_seeds).describe_seed(["t1", "t2", "t3"]) == "seed 7, 8"
+    assert conditions(None, "0", **task_seeds).seeds(["t1", "t3"]) == (None, "0", ("", "8"), ("",))
+    assert conditions(None, "0", **task_seeds).describe_seed(["t3"]) == "--seed 0"
+    assert conditions(None, "0").describe_seed(["t1"]) == "--seed 0"
+    assert conditions().describe_seed([]) == "seed unknown"
