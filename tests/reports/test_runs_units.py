@@ -7,6 +7,7 @@ two runs pool that must not, or keeps apart two seeds that must pool."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -581,3 +582,96 @@ def test_the_seed_is_described_by_what_sets_it_first():
     assert conditions(None, "0", **task_seeds).describe_seed(["t3"]) == "--seed 0"
     assert conditions(None, "0").describe_seed(["t1"]) == "--seed 0"
     assert conditions().describe_seed([]) == "seed unknown"
+
+
+# --- survivors of the first mutation run (issue 42), each pinned -------------------------------------------------
+
+
+def test_the_digest_holds_the_n_samples_of_a_task_without_results_and_ignores_key_order():
+    a = run("a", results())
+    data = results()
+    data["n-samples"]["b_task"] = {"effective": 1, "original": 1}
+    assert run("b", data).digest() != a.digest()
+    reordered = {"results": {TASK: {"acc,none": 0.5}}, "n-samples": {TASK: {"original": 12, "effective": 12}}}
+    shuffled = Run(Path("/runs/c_results.json"), reordered, "m", a.conditions)
+    assert shuffled.digest() == a.digest()
+    bare = Run(Path("/runs/d_results.json"), {"results": {TASK: {"acc,none": 0.5}}}, "m", a.conditions)
+    assert bare.digest() != a.digest() and bare.digest([TASK]) != a.digest([TASK])
+
+
+def test_nested_generation_settings_compare_whatever_their_key_order():
+    assert generation_items({"stop": {"b": 1, "a": 2}}) == (("stop", '{"a": 2, "b": 1}'),)
+
+
+def test_pooling_keys_on_the_judge_and_the_asked_tasks_only():
+    def with_judge(name: str, judge: Judge | None, extra: bool = False) -> Run:
+        tasks = {TASK: TaskConditions(documents=2, of=2, judge=judge)}
+        if extra:
+            tasks["b_task"] = TaskConditions(documents=1, of=9)
+        return Run(Path(f"/runs/{name}_results.json"), results(), name, Conditions("m", "hf", "", tasks=tasks))
+
+    gpt, other = with_judge("a", Judge("llm", model="gpt-a")), with_judge("b", Judge("llm", model="gpt-b"))
+    assert pool_key(gpt, [TASK]) != pool_key(other, [TASK])
+    assert differences(gpt, other, [TASK]) == [f"judge gpt-a vs judge gpt-b ({TASK})"]
+    assert differences(with_judge("c", None), gpt, [TASK]) == [f"judge none needed vs judge gpt-a ({TASK})"]
+    # unlabelled runs (labels "a" and "d" here are names only) pool; a task not asked for is not compared
+    assert pool_key(gpt, [TASK]) == pool_key(with_judge("d", Judge("llm", model="gpt-a"), extra=True), [TASK])
+    wide = with_judge("e", Judge("llm", model="gpt-a"), extra=True)
+    assert differences(gpt, wide, [TASK]) == ["the same conditions and seed (seed unknown) but different results"]
+    assert differences(wide, gpt, [TASK, "b_task"]) == ["tasks run b_task vs -"]
+
+
+def test_a_missing_model_args_reads_none_on_either_side():
+    a, b = run("a", results("pretrained=org/m")), run("b", results(""))
+    assert differences(a, b, [TASK])[0] == "model_args pretrained=org/m vs (none)"
+
+
+def test_only_separators_are_stripped_from_model_args():
+    assert _without_seed("model=AX,seed=1") == ("model=AX", "1")
+
+
+def test_a_failed_verdict_without_a_reason_is_no_verdict():
+    assert _judge_from_lines([verdict(rubric="open", failed=True)]) == Judge(
+        "none", reason="no verdict", scored=0, failures=1, unparsed=0
+    )
+
+
+def test_the_model_name_falls_back_to_model_name_then_model():
+    data = results()
+    del data["config"]["model"]
+    data["model_name"] = "gpt-4o"
+    assert derive_conditions(data, {}).model == "gpt-4o"
+    del data["model_name"]
+    assert derive_conditions(data, {}).model == "model"
+
+
+def test_a_recorded_task_keeps_what_it_does_not_record_from_the_samples():
+    data = results()
+    data["lmms_spatial"] = {"schema": 1, "tasks": {TASK: {"of": 12}}, "failed_tasks": {TASK: "boom"}}
+    lines = {TASK: [{"doc_id": 0, "llm_accuracy": {"judge": "gpt-a", "rubric": "r", "stage_outputs": {"m": "x"}}}]}
+    tc = derive_conditions(data, lines).tasks[TASK]
+    assert (tc.documents, tc.map_source, tc.failed) == (12, "own_map", "boom")
+    assert tc.judge == Judge("llm", model="gpt-a", rubric="r", scored=1, failures=0, unparsed=0)
+
+
+def test_a_recorded_judge_without_a_share_keeps_the_derived_share():
+    derived = Judge("rule", share=0.3)
+    assert _recorded_judge(Judge.from_json({"kind": "rule"}), derived).share == 0.3
+
+
+def test_messages_name_every_path_and_file(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with pytest.raises(FileNotFoundError, match=f"under {tmp_path / 'a'}, {tmp_path / 'b'}$"):
+        find_results_files([tmp_path / "a", tmp_path / "b"])
+    one = write_run(tmp_path / "a", "1", results(), {})
+    with pytest.raises(ValueError, match=re.escape(f"2 labels for 1 results files: ['{one}']")):
+        load_runs([tmp_path / "a"], labels=["x", "y"])
+
+
+def test_a_copy_that_failed_one_more_task_is_another_run():
+    a = run("a", results())
+    data = results()
+    data["lmms_spatial"] = {"failed_tasks": {"b_task": "boom"}}
+    b = run("b", data)
+    assert distinct_runs([a, b]) == ([a, b], [])
