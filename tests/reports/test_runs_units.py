@@ -675,3 +675,21 @@ def test_a_copy_that_failed_one_more_task_is_another_run():
     data["lmms_spatial"] = {"failed_tasks": {"b_task": "boom"}}
     b = run("b", data)
     assert distinct_runs([a, b]) == ([a, b], [])
+
+
+def test_a_rule_judge_names_every_llm_beside_it():
+    lines = [verdict(judge="gpt-b", rubric="r"), verdict(judge="gpt-a", rubric="r"), verdict(fallback=True)]
+    assert _judge_from_lines(lines).model == "gpt-a, gpt-b"
+
+
+def test_an_unreadable_failure_count_subtracts_nothing():
+    # documents 4 - failures (none readable: 0) - unparsed 1 = 3 scored
+    values = {"judge_failures,none": None, "judge_unparsed,none": 1}
+    assert _judge_from_results(values, 4) == Judge("llm", scored=3, failures=None, unparsed=1)
+
+
+def test_a_recorded_task_with_no_documents_in_this_release_stays_empty():
+    data = results()
+    data["results"]["empty_task"] = {"documents,none": "no documents in this release"}
+    data["lmms_spatial"] = {"schema": 1, "tasks": {"empty_task": {"documents": 0}}}
+    assert derive_conditions(data, {}).tasks["empty_task"] == TaskConditions(documents=0, empty=True)
