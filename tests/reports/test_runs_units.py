@@ -678,8 +678,9 @@ def test_a_copy_that_failed_one_more_task_is_another_run():
 
 
 def test_a_rule_judge_names_every_llm_beside_it():
-    lines = [verdict(judge="gpt-b", rubric="r"), verdict(judge="gpt-a", rubric="r"), verdict(fallback=True)]
-    assert _judge_from_lines(lines).model == "gpt-a, gpt-b"
+    lines = [verdict(judge="gpt-b", rubric="r"), verdict(judge="gpt-a", rubric="r"), verdict(rubric="r", fallback=True)]
+    judge = _judge_from_lines(lines)
+    assert (judge.kind, judge.model, judge.share) == ("rule", "gpt-a, gpt-b", 1 / 3)
 
 
 def test_an_unreadable_failure_count_subtracts_nothing():
