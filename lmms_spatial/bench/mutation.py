@@ -202,6 +202,16 @@ GROUPS = (
     Group("store_owners", ("lmms_spatial/plugin/owners.py",), ("tests/plugin/test_owners_units.py",)),
     # the run conditions a results file records and the report reads back (to_json / from_json, the judge's words)
     Group("conditions", ("lmms_spatial/conditions.py",), ("tests/plugin/test_conditions_units.py",)),
+    # which runs the report pools as seeds (pool_key, differences, distinct_runs) and the conditions it reads back
+    Group(
+        "report_runs",
+        ("lmms_spatial/reports/runs.py",),
+        (
+            "tests/reports/test_runs_units.py",
+            "tests/reports/test_report_conditions.py",
+            "tests/reports/test_report_environment.py",
+        ),
+    ),
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )

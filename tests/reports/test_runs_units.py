@@ -1,0 +1,696 @@
+"""Which runs the report pools as seeds (issue 42): ``pool_key``, ``differences``, ``distinct_runs`` and the
+conditions ``derive_conditions`` reads from a results file, on hand-made results dicts (no lmms-eval run).
+
+Each pair of runs differs in exactly one thing, so a bug that ignores that thing (or keys on the wrong one) makes
+two runs pool that must not, or keeps apart two seeds that must pool."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lmms_spatial.conditions import Judge
+from lmms_spatial.reports.runs import (
+    Conditions,
+    Run,
+    TaskConditions,
+    _fraction,
+    _judge_from_lines,
+    _judge_from_results,
+    _map_source,
+    _recorded_judge,
+    _tasks,
+    _without_seed,
+    derive_conditions,
+    describe_data,
+    describe_generation,
+    differences,
+    distinct_runs,
+    find_results_files,
+    generation_items,
+    load_run,
+    load_runs,
+    pool_key,
+    software_difference,
+)
+
+TASK = "a_task"  # not one of ours: no benchmark, so data_of() holds nothing to compare
+
+
+def results(
+    model_args: str = "pretrained=org/m,seed=1",
+    random_seed: Any = 0,
+    documents: tuple[int, int] = (12, 12),
+    accuracy: float = 0.5,
+    model: str = "hf",
+) -> dict[str, Any]:
+    """A results file as lmms-eval writes it (the keys the report reads)."""
+    return {
+        "config": {"model": model, "model_args": model_args, "random_seed": random_seed},
+        "n-samples": {TASK: {"effective": documents[0], "original": documents[1]}},
+        "results": {TASK: {"acc,none": accuracy}},
+    }
+
+
+def run(name: str, data: dict[str, Any], label: str | None = None, lines: dict | None = None) -> Run:
+    conditions = derive_conditions(data, lines or {})
+    return Run(Path(f"/runs/{name}_results.json"), data, label or conditions.label, conditions, lines or {},
+               labelled=label is not None)  # fmt: skip
+
+
+# --- model_args' seed --------------------------------------------------------------------------------------
+
+
+def test_the_seed_is_taken_out_of_model_args_wherever_it_stands():
+    assert _without_seed("pretrained=org/m,seed=7,device=cpu") == ("pretrained=org/m,device=cpu", "7")
+    assert _without_seed("seed = 3, pretrained=org/m") == ("pretrained=org/m", "3")
+    assert _without_seed("pretrained=org/m,seed=") == ("pretrained=org/m", "")
+    # a key that only ends in "seed" is an argument, not the seed
+    assert _without_seed("myseed=3,pretrained=org/m") == ("myseed=3,pretrained=org/m", None)
+
+
+def test_derived_conditions_read_model_seed_random_seed_and_documents():
+    c = derive_conditions(results("pretrained=org/m,seed=5", random_seed=9, documents=(3, 12)), {})
+    assert (c.label, c.model, c.args, c.seed, c.random_seed) == ("m", "hf", "pretrained=org/m", "5", "9")
+    assert c.tasks[TASK] == TaskConditions(documents=3, of=12)
+    assert c.tasks[TASK].partial and not c.task("other").partial
+    assert c.recorded is False
+    # seeds: (model seed, --seed, task seeds, option seeds); the task carries neither of its own
+    assert c.seeds([TASK]) == ("5", "9", ("",), ("",))
+
+
+# --- pooling ------------------------------------------------------------------------------------------------
+
+
+def test_runs_differing_only_in_the_model_seed_pool_and_stay_two_runs():
+    a, b = run("a", results("pretrained=org/m,seed=1")), run("b", results("pretrained=org/m,seed=2"))
+    assert pool_key(a, [TASK]) == pool_key(b, [TASK])
+    assert distinct_runs([a, b]) == ([a, b], [])
+    assert differences(a, b, [TASK]) == ["the same conditions and seed (seed=1) but different results"]
+
+
+def test_runs_differing_only_in_lmms_eval_seed_are_two_seeds_even_with_equal_numbers():
+    a = run("a", results("pretrained=org/m", random_seed=0))
+    b = run("b", results("pretrained=org/m", random_seed=1))
+    assert pool_key(a, [TASK]) == pool_key(b, [TASK])
+    assert a.conditions.describe_seed([TASK]) == "--seed 0"
+    assert distinct_runs([a, b]) == ([a, b], [])
+
+
+def test_a_run_given_twice_or_copied_counts_once_with_a_warning():
+    a, copy = run("a", results()), run("copy", results())
+    again = run("a", results())
+    kept, warnings = distinct_runs([a, again, copy])
+    assert kept == [a]
+    assert warnings == [
+        "WARNING: /runs/a_results.json was given twice; counted once",
+        "WARNING: /runs/copy_results.json holds the same results as /runs/a_results.json (m); counted once, "
+        "not as a second seed",
+    ]
+
+
+def test_same_conditions_and_seed_with_other_numbers_are_kept():
+    a, b = run("a", results(accuracy=0.5)), run("b", results(accuracy=0.25))
+    assert distinct_runs([a, b]) == ([a, b], [])
+
+
+def test_each_condition_keeps_runs_apart_and_is_named():
+    base = run("a", results())
+    cases = {
+        "model_args": (results("pretrained=org/n,seed=1"), "model_args pretrained=org/m vs pretrained=org/n"),
+        "model": (results(model="llava"), "model hf vs llava"),
+        "documents": (results(documents=(3, 12)), f"documents 12/12 vs documents 3/12 ({TASK})"),
+    }
+    for name, (data, said) in cases.items():
+        other = run("b", data)
+        assert pool_key(base, [TASK]) != pool_key(other, [TASK]), name
+        assert said in differences(base, other, [TASK]), name
+
+
+def test_no_model_args_reads_none_in_the_difference():
+    a, b = run("a", results("")), run("b", results("pretrained=org/m"))
+    assert differences(a, b, [TASK])[0] == "model_args (none) vs pretrained=org/m"
+
+
+def test_labels_keep_runs_apart_only_when_both_were_given():
+    a, b = run("a", results(), label="first"), run("b", results("pretrained=org/m,seed=2"), label="second")
+    assert pool_key(a, [TASK]) != pool_key(b, [TASK])
+    assert differences(a, b, [TASK])[0] == "labels first vs second"
+    unlabelled = run("c", results("pretrained=org/m,seed=3"))
+    assert "labels" not in " ".join(differences(a, unlabelled, [TASK]))
+
+
+def test_a_task_one_run_lacks_is_named():
+    a = run("a", results())
+    data = results()
+    data["n-samples"]["b_task"] = {"effective": 1, "original": 1}
+    b = run("b", data)
+    assert differences(a, b, [TASK, "b_task"]) == ["tasks run - vs b_task"]
+    assert pool_key(a, [TASK, "b_task"]) != pool_key(b, [TASK, "b_task"])
+
+
+def conditions_with(options: dict[str, str], seed: str = "1") -> Conditions:
+    task = TaskConditions(documents=4, of=4, run_options=tuple(sorted(options.items())))
+    return Conditions("m", "hf", "pretrained=org/m", seed=seed, tasks={"dori_task": task})
+
+
+def test_the_dori_seed_option_is_a_seed_and_any_other_option_a_condition():
+    def as_run(name: str, options: dict[str, str]) -> Run:
+        return Run(Path(f"/runs/{name}_results.json"), results(), "m", conditions_with(options))
+
+    one = as_run("a", {"LMMS_SPATIAL_DORI_SEED": "1", "LMMS_SPATIAL_X": "on"})
+    two = as_run("b", {"LMMS_SPATIAL_DORI_SEED": "2", "LMMS_SPATIAL_X": "on"})
+    off = as_run("c", {"LMMS_SPATIAL_DORI_SEED": "1", "LMMS_SPATIAL_X": "off"})
+    assert pool_key(one, ["dori_task"]) == pool_key(two, ["dori_task"])
+    assert one.conditions.seeds(["dori_task"]) == ("1", None, ("",), ("1",))
+    assert one.conditions.describe_seed(["dori_task"]) == "option seed 1"
+    assert pool_key(one, ["dori_task"]) != pool_key(off, ["dori_task"])
+    assert differences(one, off, ["dori_task"]) == ["LMMS_SPATIAL_X=on vs LMMS_SPATIAL_X=off (dori_task)"]
+
+
+# --- what the samples lines say -----------------------------------------------------------------------------
+
+
+def test_the_map_source_is_own_map_none_or_partial_from_the_stage_outputs():
+    drawn = {"score": {"stage_outputs": {"map": "grid"}}}
+    missing = {"score": {"stage_outputs": {"map": None}}}
+    empty = {"score": {"stage_outputs": {}}}
+    assert _map_source([drawn, drawn]) == "own_map"
+    assert _map_source([missing, empty]) == "none"
+    assert _map_source([drawn, missing]) == "partial"
+    assert _map_source([{"score": {"acc": 1}}]) is None
+
+
+def test_map_sources_that_differ_keep_runs_apart():
+    drawn = {TASK: [{"score": {"stage_outputs": {"map": "grid"}}}]}
+    missing = {TASK: [{"score": {"stage_outputs": {"map": None}}}]}
+    a, b = run("a", results(), lines=drawn), run("b", results("pretrained=org/m,seed=2"), lines=missing)
+    assert pool_key(a, [TASK]) != pool_key(b, [TASK])
+    assert differences(a, b, [TASK]) == [f"map own_map vs map none ({TASK})"]
+
+
+# --- the judge an older results file shows (no samples lines), and the recorded judge completed ----------------
+
+
+def test_the_judge_of_a_results_file_without_samples_is_read_from_its_counts():
+    assert _judge_from_results({"acc,none": 1.0}, 10) is None
+    values = {"judge_failures,none": 1, "judge_unparsed,none": 2, "judge_fallback_share,none": 0.25}
+    # scored = 10 documents - 1 failure - 2 unparsed = 7
+    assert _judge_from_results(values, 10) == Judge("rule", share=0.25, scored=7, failures=1, unparsed=2)
+    # no fallback share (0, NaN or absent): an LLM judged; 3.0 is a count of 3; scored = 4 - 3 - 0 = 1
+    llm = Judge("llm", scored=1, failures=3, unparsed=None)
+    assert _judge_from_results({"judge_failures,none": 3.0, "judge_fallback_share,none": 0}, 4) == llm
+    assert _judge_from_results({"judge_failures,none": 3, "judge_fallback_share,none": float("nan")}, 4) == llm
+    # documents unknown: nothing scored is counted
+    assert _judge_from_results({"judge_failures,none": 2}, None) == Judge("llm", failures=2)
+
+
+def test_every_judge_call_failed_is_no_judge_even_with_a_fallback_share():
+    values = {"judge_failures,none": 4, "judge_unparsed,none": 1, "judge_fallback_share,none": 0.5}
+    # scored = max(0, 4 - 4 - 1) = 0
+    none = Judge("none", reason="every judge call failed", scored=0, failures=4, unparsed=1)
+    assert _judge_from_results(values, 4) == none
+    assert _judge_from_results({**values, "judge_failures,none": 5}, 4) == Judge(
+        "none", reason="every judge call failed", scored=0, failures=5, unparsed=1
+    )
+    # one document short of all failing: the rule judged (scored = max(0, 4 - 3 - 1) = 0)
+    assert _judge_from_results({**values, "judge_failures,none": 3}, 4).kind == "rule"
+
+
+def test_derived_conditions_take_the_judge_from_the_results_when_there_are_no_samples():
+    data = results(documents=(6, 6))
+    data["results"][TASK].update({"judge_failures,none": 1, "judge_unparsed,none": 0})
+    # scored = 6 - 1 - 0 = 5
+    assert derive_conditions(data, {}).tasks[TASK].judge == Judge("llm", scored=5, failures=1, unparsed=0)
+
+
+def test_the_recorded_judge_is_completed_field_by_field_from_the_score_records():
+    assert _recorded_judge(None, Judge("llm", model="x")) is None
+    derived = Judge("llm", model="x", rubric="r", rubric_version="2", share=0.3, scored=5, failures=9, unparsed=1,
+                    reason="d")  # fmt: skip
+    entry = Judge.from_json({"kind": "llm", "model": "gpt", "failures": 1, "share": 0.0})
+    assert _recorded_judge(entry, derived) == Judge(
+        "llm", model="gpt", rubric="r", rubric_version="2", share=0.0, scored=5, failures=1, unparsed=1, reason="d"
+    )
+    given_counts = Judge.from_json({"kind": "llm", "scored": 0, "unparsed": 0, "rubric": "q", "rubric_version": 3})
+    completed = _recorded_judge(given_counts, derived)
+    assert (completed.rubric, completed.rubric_version, completed.scored, completed.failures, completed.unparsed) == (
+        "q", "3", 0, 9, 0)  # fmt: skip
+    # the rule's text stands as the reason; no derived judge: nothing else to take
+    rule = Judge.from_json({"kind": "rule", "rule": "first letter", "share": 0.5})
+    assert _recorded_judge(rule, None) == Judge("rule", share=0.5, reason="first letter")
+    both = Judge.from_json({"kind": "none", "reason": "no key", "rule": "first letter"})
+    assert _recorded_judge(both, derived).reason == "no key"
+
+
+# --- the words of a difference --------------------------------------------------------------------------------
+
+VERSIONS = {"lmms-eval": "0.7.3", "transformers": "5.0", "torch": "2.1"}
+
+
+def with_software(name: str, packages: dict[str, str] | None) -> Run:
+    environment = None if packages is None else {"packages": packages}
+    conditions = Conditions("m", "hf", "pretrained=org/m", seed=name, environment=environment)
+    return Run(Path(f"/runs/{name}_results.json"), results(), "m", conditions)
+
+
+def test_software_differences_name_each_package_whose_version_differs():
+    a = with_software("1", VERSIONS)
+    older = with_software("2", {**VERSIONS, "transformers": "4.5"})
+    assert software_difference(a.conditions, older.conditions) == "transformers 5.0 vs 4.5"
+    assert differences(a, older, []) == ["software transformers 5.0 vs 4.5"]
+    assert pool_key(a, []) != pool_key(older, [])
+    no_torch = with_software("3", {"lmms-eval": "0.7.3", "transformers": "5.0"})
+    assert software_difference(a.conditions, no_torch.conditions) == "torch 2.1 vs ?"
+    assert software_difference(no_torch.conditions, older.conditions) == "transformers 5.0 vs 4.5, torch ? vs 2.1"
+    unrecorded = with_software("4", None)
+    assert software_difference(unrecorded.conditions, a.conditions) == (
+        "software not recorded vs lmms-eval 0.7.3, transformers 5.0, torch 2.1")  # fmt: skip
+    assert software_difference(a.conditions, unrecorded.conditions) == (
+        "lmms-eval 0.7.3, transformers 5.0, torch 2.1 vs software not recorded")  # fmt: skip
+
+
+def test_fractions_task_lists_and_data_read_as_written():
+    assert _fraction(TaskConditions(documents=3, of=12)) == "3/12"
+    assert _fraction(TaskConditions(of=12)) == "?/12"
+    assert _fraction(TaskConditions(documents=3)) == "3/?"
+    assert _fraction(TaskConditions(documents=0, of=0, empty=True)) == "none (no documents in this release)"
+    assert _tasks(["a", "b", "c"]) == "a, b, c"
+    assert _tasks(["a", "b", "c", "d"]) == "a, b, c and 1 more"
+    assert _tasks(["a", "b", "c", "d", "e"]) == "a, b, c and 2 more"
+    assert describe_data(None) == "not recorded"
+    assert describe_data(()) == "none"
+    assert describe_data([("mmsi", "R/M@abc"), ("dori", "a local copy")]) == "mmsi: R/M@abc, dori: a local copy"
+
+
+# --- the judge the samples lines show -------------------------------------------------------------------------
+
+
+def verdict(**fields: Any) -> dict[str, Any]:
+    """One samples line whose score record is a judge's (the first mapping value is not: it is skipped)."""
+    return {"doc_id": 0, "other": {"acc": 1}, "llm_accuracy": fields}
+
+
+def test_lines_without_a_judge_record_show_no_judge():
+    assert _judge_from_lines([{"score": {"acc": 1}}, {"score": {"failed": True, "reason": "parse"}}]) is None
+
+
+def test_the_llm_judge_and_its_rubric_are_read_from_the_verdicts():
+    lines = [
+        verdict(judge="gpt-b", rubric="", rubric_version=None),  # the first rubric is empty: the next one counts
+        verdict(judge="gpt-a", rubric="open", rubric_version=2),
+        verdict(judge="gpt-a", rubric="other", rubric_version=3, failed=True, reason="judge_unparsed"),
+        verdict(rubric="open", failed=True, reason="judge_failed:timeout:30s"),
+    ]
+    # answered: 3 (the unparsed one counts as answered), unparsed 1 -> scored 2; failures 1
+    assert _judge_from_lines(lines) == Judge(
+        "llm", model="gpt-a, gpt-b", rubric="open", rubric_version="2", scored=2, failures=1, unparsed=1
+    )
+
+
+def test_the_rule_based_fallback_share_is_of_the_answered_verdicts():
+    lines = [
+        verdict(judge="gpt-a", rubric="open", rubric_version=1),
+        verdict(judge="none (rule-based fallback)", rubric="open", rubric_version=1),
+        verdict(judge="gpt-a", rubric="open", rubric_version=1, fallback=True),
+        verdict(judge="gpt-a", rubric="open", rubric_version=1),
+        verdict(failed=True, reason="judge_failed:http 500"),
+    ]
+    # answered 4, of which 2 by the rule: share 2/4 = 0.5; the LLM's name from the other two
+    assert _judge_from_lines(lines) == Judge(
+        "rule", model="gpt-a", rubric="open", rubric_version="1", share=0.5, scored=4, failures=1, unparsed=0
+    )
+    only_rule = [verdict(judge="none (rule-based fallback)", rubric="open")]
+    assert _judge_from_lines(only_rule) == Judge("rule", rubric="open", share=1.0, scored=1, failures=0, unparsed=0)
+
+
+def test_no_answered_verdict_is_no_judge_with_the_first_failure_as_reason():
+    lines = [verdict(failed=True, reason="judge_failed:no_api_key:set it"), verdict(failed=True, reason="judge_x")]
+    assert _judge_from_lines(lines) == Judge("none", reason="no_api_key", scored=0, failures=2, unparsed=0)
+    assert _judge_from_lines([verdict(failed=True, reason="judge_failed:")]) == Judge(
+        "none", reason="no verdict", scored=0, failures=1, unparsed=0
+    )
+
+
+# --- what a run shows ---------------------------------------------------------------------------------------
+
+
+def test_a_value_is_a_finite_number_and_anything_else_none():
+    data = results()
+    data["results"][TASK].update({"n,none": 3, "flag,none": True, "nan,none": float("nan"), "text,none": "0.5"})
+    a = run("a", data)
+    assert (a.value(TASK, "acc"), a.value(TASK, "n")) == (0.5, 3.0)
+    assert [a.value(TASK, m) for m in ("flag", "nan", "text", "missing")] == [None, None, None, None]
+    assert a.value("other", "acc") is None
+    assert a.has(TASK) and not a.has("other")
+    assert a.documents(TASK) == 12 and a.documents("other") == 0
+    assert a.samples(TASK) is None
+
+
+def test_withheld_says_why_a_value_must_not_be_shown():
+    def with_task(**fields: Any) -> Run:
+        conditions = Conditions("m", "hf", "", tasks={TASK: TaskConditions(documents=2, of=2, **fields)})
+        return Run(Path("/runs/a_results.json"), results(), "m", conditions)
+
+    assert with_task().withheld(TASK, "acc") is None
+    assert with_task().withheld("b_task", "acc") == "b_task not in this run"
+    assert with_task(empty=True).withheld(TASK, "acc") == f"{TASK}: no documents in this release"
+    assert with_task(failed="boom").withheld(TASK, "acc") == f"{TASK}: scoring failed (boom)"
+    no_map = "no map: answered without a map drawn by the model (a chat model draws its own; or --model staged)"
+    assert with_task(map_source="none").withheld(TASK, "acc") == no_map
+    assert with_task(map_source="partial").withheld(TASK, "acc") == (
+        "map stage: only some answers had the model's own map in the conversation")  # fmt: skip
+    assert with_task(map_source="own_map").withheld(TASK, "acc") is None
+    no_judge = with_task(judge=Judge("none", reason="no key"))
+    assert no_judge.withheld(TASK, "llm_accuracy") == (
+        "no judge: no answer was judged (no key); set LMMS_SPATIAL_JUDGE and re-score the samples with --model replay"
+    )
+    assert with_task(judge=Judge("none")).withheld(TASK, "judge_score").startswith(
+        "no judge: no answer was judged (no verdict);")  # fmt: skip
+    assert no_judge.withheld(TASK, "acc") is None  # not a judged metric
+    unparsed = with_task(judge=Judge("llm", scored=0, unparsed=2))
+    assert unparsed.withheld(TASK, "llm_accuracy") == "judge: every verdict unparsed (no answer scored)"
+    assert with_task(judge=Judge("llm", scored=1, unparsed=2)).withheld(TASK, "llm_accuracy") is None
+    assert with_task(judge=Judge("llm", scored=0, unparsed=0)).withheld(TASK, "llm_accuracy") is None
+    # a task in the results without conditions is shown
+    bare = Run(Path("/runs/a_results.json"), results(), "m", Conditions("m", "hf", ""))
+    assert bare.withheld(TASK, "acc") is None
+
+
+def test_the_digest_holds_the_numbers_of_the_tasks_asked_for():
+    a, same = run("a", results()), run("b", results("pretrained=org/other"))
+    assert a.digest() == same.digest()  # conditions are not numbers
+    other_docs = run("c", results(documents=(3, 12)))
+    assert a.digest() != other_docs.digest()  # n-samples are
+    data = results()
+    data["results"]["b_task"] = {"acc,none": 0.9}
+    wider = run("d", data)
+    assert wider.digest() != a.digest()
+    assert wider.digest([TASK]) == a.digest([TASK]) == a.digest()
+    assert run("e", results(accuracy=0.25)).digest([TASK]) != a.digest([TASK])
+
+
+def test_run_options_are_the_distinct_options_recorded_for_the_tasks_asked():
+    tasks = {
+        "t1": TaskConditions(run_options=(("LMMS_SPATIAL_X", "on"),)),
+        "t2": TaskConditions(run_options=(("LMMS_SPATIAL_X", "on"),)),
+        "t3": TaskConditions(run_options=()),
+        "t4": TaskConditions(),  # not recorded
+    }
+    r = Run(Path("/runs/a_results.json"), results(), "m", Conditions("m", "hf", "", tasks=tasks))
+    assert r.run_options(["t1", "t2", "t3", "t4", "t5"]) == [{"LMMS_SPATIAL_X": "on"}, {}]
+    assert r.run_options(["t3"]) == [{}]
+    assert r.run_options(["t4"]) == []
+
+
+# --- the recorded conditions (issue 33) over the derived ones ------------------------------------------------
+
+
+def test_the_recorded_conditions_replace_the_derived_ones_field_by_field():
+    data = results("pretrained=org/m,seed=1", random_seed=0)
+    data["lmms_spatial"] = {
+        "schema": 1,
+        "model": {"label": "M", "name": "hf2", "args": {"pretrained": "org/m", "seed": 4}, "seed": None},
+        "tasks": {
+            TASK: {
+                "documents": 3, "of": 12, "limit": 3, "map_source": "own_map", "run_options": {"B": "2", "A": "1"},
+                "seed": 7, "generation": {"protocol": {"max_new_tokens": 16},
+                                          "in_effect": {"max_new_tokens": 16.0, "temperature": 0}},
+            }
+        },
+        "environment": {"packages": {"torch": "2.1"}},
+        "data": {"mmsi": {"source": "R/M", "revision": "abc"}, "dori": {"source": "/x", "local": True},
+                 "osr": {"source": "O/B"}},
+    }  # fmt: skip
+    c = derive_conditions(data, {})
+    # the args' seed=4 is the seed (the model records none of its own); --seed 0 stays beside it
+    assert c == Conditions(
+        "M", "hf2", "pretrained=org/m", seed="4", random_seed="0", recorded=True,
+        tasks={TASK: TaskConditions(
+            documents=3, of=12, limit=3, map_source="own_map", run_options=(("A", "1"), ("B", "2")), seed="7",
+            generation=(("max_new_tokens", "16"), ("temperature", "0")), protocol=(("max_new_tokens", "16"),))},
+        data=(("dori", "a local copy"), ("mmsi", "R/M@abc"), ("osr", "O/B@default branch")),
+    )  # fmt: skip
+    assert c.software == (("torch", "2.1"),)
+    assert c.tasks[TASK].off_protocol() == {"temperature": ("0", None)}
+
+
+def test_a_recorded_entry_of_an_earlier_version_keeps_what_it_lacks_from_the_file():
+    data = results("pretrained=org/m,seed=1", random_seed=0, documents=(12, 12))
+    data["config"]["limit"] = 5
+    lines = {TASK: [verdict(judge="gpt-a", rubric="open", rubric_version=1)]}
+    data["lmms_spatial"] = {
+        "schema": 1,
+        "model": {"seed": 9},
+        "tasks": {TASK: {"documents": 5, "judge": {"kind": "llm", "model": "gpt-b"}}, "b_task": {"of": 2}},
+    }
+    c = derive_conditions(data, lines)
+    assert (c.label, c.model, c.args, c.seed, c.random_seed) == ("m", "hf", "pretrained=org/m", "9", None)
+    assert c.tasks[TASK] == TaskConditions(
+        documents=5, of=12, limit=5,
+        judge=Judge("llm", model="gpt-b", rubric="open", rubric_version="1", scored=1, failures=0, unparsed=0),
+    )  # fmt: skip
+    assert c.tasks["b_task"] == TaskConditions(of=2)
+    assert c.data is None and c.environment is None
+    # the args' seed when the model records none: the derived one
+    data["lmms_spatial"]["model"] = {}
+    assert derive_conditions(data, lines).seed == "1"
+
+
+def test_without_a_schema_the_record_is_ignored():
+    data = results("pretrained=org/m,seed=1")
+    data["lmms_spatial"] = {"model": {"label": "M", "seed": 9}}
+    c = derive_conditions(data, {})
+    assert (c.label, c.seed, c.recorded) == ("m", "1", False)
+
+
+# --- what else a results file says --------------------------------------------------------------------------
+
+
+def test_empty_and_failed_tasks_options_and_gen_kwargs_are_derived():
+    data = results()
+    data["config"]["gen_kwargs"] = {"temperature": 0.0, "max_new_tokens": 8}
+    data["results"]["empty_task"] = {"documents,none": "no documents in this release"}
+    data["lmms_spatial"] = {"failed_tasks": {"bad_task": "x" * 250}}
+    lines = {TASK: [{"doc_id": 0, "score": {"acc": 1, "run_options": {"LMMS_SPATIAL_DORI_SEED": 3}}}, {"score": {}}]}
+    c = derive_conditions(data, lines)
+    assert c.gen_overrides == (("max_new_tokens", "8"), ("temperature", "0"))
+    assert c.tasks["empty_task"] == TaskConditions(empty=True)
+    assert c.tasks["bad_task"] == TaskConditions(failed="x" * 200)
+    assert c.tasks[TASK].run_options == (("LMMS_SPATIAL_DORI_SEED", "3"),)
+    assert c.describe_seed([TASK]) == "option seed 3"
+    data["lmms_spatial"] = {"failed_tasks": ["bad_task"]}
+    assert derive_conditions(data, {}).tasks["bad_task"] == TaskConditions()
+
+
+def test_generation_settings_compare_as_text_and_read_in_words():
+    assert generation_items({"temperature": 0.0, "top_p": 0.5, "stop": ["\n"]}) == (
+        ("stop", '["\\n"]'), ("temperature", "0"), ("top_p", "0.5"))  # fmt: skip
+    assert generation_items(None) is None and generation_items("temperature=0") is None
+    assert describe_generation(None) == "not recorded"
+    assert describe_generation(()) == "none"
+    assert describe_generation((("max_new_tokens", "8"), ("temperature", "0"))) == "max_new_tokens=8, temperature=0"
+    tc = TaskConditions(generation=(("a", "1"), ("b", "2")), protocol=(("b", "3"), ("c", "4")))
+    assert tc.off_protocol() == {"b": ("2", "3"), "a": ("1", None), "c": ("(unset)", "4")}
+    assert TaskConditions(generation=(("a", "1"),)).off_protocol() == {}
+    assert TaskConditions(protocol=(("a", "1"),)).off_protocol() == {}
+
+
+def test_gen_kwargs_keep_runs_apart_and_are_named():
+    a, b = run("a", results()), run("b", results("pretrained=org/m,seed=2"))
+    b.conditions = Conditions(**{**b.conditions.__dict__, "gen_overrides": (("temperature", "0"),)})
+    assert pool_key(a, [TASK]) != pool_key(b, [TASK])
+    assert differences(a, b, [TASK]) == ["--gen_kwargs none vs temperature=0"]
+
+
+def test_the_data_of_the_benchmarks_run_is_compared():
+    data = (("dori", "D@1"), ("mmsi", "M@1"), ("mmsi/extra", "M@2"))
+    c = Conditions("m", "hf", "", data=data)
+    assert c.data_of(["mmsi_vanilla"]) == (("mmsi", "M@1"), ("mmsi/extra", "M@2"))
+    assert c.data_of(["dori_view_parallelism_coarse"]) == (("dori", "D@1"),)
+    assert c.data_of([]) == ()
+    assert Conditions("m", "hf", "").data_of(["dori_view_parallelism_coarse"]) is None
+
+
+# --- reading the files ----------------------------------------------------------------------------------------
+
+
+def write_run(folder: Path, stamp: str, data: dict[str, Any], samples: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for task, text in samples.items():
+        (folder / f"{stamp}_samples_{task}.jsonl").write_text(text, encoding="utf-8")
+    path = folder / f"{stamp}_results.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_run_is_its_results_and_the_samples_files_of_its_timestamp(tmp_path):
+    line = {"doc_id": 0, "input": "p", "doc": {}, "arguments": [], "doc_hash": "h", "token_counts": 1, "target": "A"}
+    path = write_run(tmp_path, "2026_a", results(), {TASK: json.dumps(line) + "\n\n" + json.dumps({"doc_id": 1})})
+    write_run(tmp_path, "2026_b", results(), {"b_task": json.dumps({"doc_id": 9})})
+    r = load_run(path)
+    assert r.lines == {TASK: [{"doc_id": 0, "target": "A"}, {"doc_id": 1}]}  # the prompt and document dropped
+    assert (r.label, r.labelled, r.results_file) == ("m", False, path)
+    assert load_run(path, "mine").label == "mine" and load_run(path, "mine").labelled
+
+
+def test_a_bad_samples_line_names_its_file_and_line(tmp_path):
+    path = write_run(tmp_path, "s", results(), {TASK: '{"doc_id": 0}\n{oops\n'})
+    with pytest.raises(ValueError, match=r"s_samples_a_task\.jsonl:2: not a JSON samples line"):
+        load_run(path)
+    path = write_run(tmp_path / "list", "s", results(), {TASK: "\n[1]\n"})
+    with pytest.raises(ValueError, match=r"s_samples_a_task\.jsonl:2: not a samples record \(a JSON list\)"):
+        load_run(path)
+
+
+def test_results_files_are_found_in_folders_and_labels_must_match_them(tmp_path):
+    one = write_run(tmp_path / "x", "1", results(), {})
+    two = write_run(tmp_path / "y" / "deep", "2", results("pretrained=org/m,seed=2"), {})
+    (tmp_path / "y" / "notes.json").write_text("{}")
+    assert find_results_files([tmp_path]) == [one, two]
+    assert find_results_files([two, tmp_path / "x"]) == [two, one]
+    with pytest.raises(FileNotFoundError, match="neither a"):
+        find_results_files([tmp_path / "y" / "notes.json"])
+    with pytest.raises(FileNotFoundError, match=f"no \\*_results.json under {tmp_path / 'empty'}"):
+        (tmp_path / "empty").mkdir()
+        find_results_files([tmp_path / "empty"])
+    runs = load_runs([tmp_path], labels=["a", "b"])
+    assert [(r.label, r.conditions.seed) for r in runs] == [("a", "1"), ("b", "2")]
+    assert [r.label for r in load_runs([tmp_path])] == ["m", "m"]
+    with pytest.raises(ValueError, match="1 labels for 2 results files"):
+        load_runs([tmp_path], labels=["a"])
+
+
+def test_the_seed_is_described_by_what_sets_it_first():
+    def conditions(seed=None, random_seed=None, **tasks: TaskConditions) -> Conditions:
+        return Conditions("m", "hf", "", seed=seed, random_seed=random_seed, tasks=tasks)
+
+    dori = {"LMMS_SPATIAL_DORI_SEED": "2"}
+    options = {k: TaskConditions(run_options=tuple(v.items())) for k, v in (("t1", dori), ("t2", {"A": "1"}))}
+    assert conditions("5", **options).describe_seed(["t1", "t2", "t3"]) == "option seed 2"
+    two = {"t1": TaskConditions(run_options=(("LMMS_SPATIAL_DORI_SEED", "3"),)), "t2": options["t1"]}
+    assert conditions(**two).describe_seed(["t2", "t1"]) == "option seed 2, 3"
+    assert conditions(**two).seeds(["t2", "t1", "t9"]) == (None, None, ("",), ("2", "3"))
+    assert conditions("5", "0", **options).describe_seed(["t2"]) == "seed=5"
+    task_seeds = {"t1": TaskConditions(seed="8"), "t2": TaskConditions(seed="7"), "t3": TaskConditions()}
+    assert conditions(None, "0", **task_seeds).describe_seed(["t1", "t2", "t3"]) == "seed 7, 8"
+    assert conditions(None, "0", **task_seeds).seeds(["t1", "t3"]) == (None, "0", ("", "8"), ("",))
+    assert conditions(None, "0", **task_seeds).describe_seed(["t3"]) == "--seed 0"
+    assert conditions(None, "0").describe_seed(["t1"]) == "--seed 0"
+    assert conditions().describe_seed([]) == "seed unknown"
+
+
+# --- survivors of the first mutation run (issue 42), each pinned -------------------------------------------------
+
+
+def test_the_digest_holds_the_n_samples_of_a_task_without_results_and_ignores_key_order():
+    a = run("a", results())
+    data = results()
+    data["n-samples"]["b_task"] = {"effective": 1, "original": 1}
+    assert run("b", data).digest() != a.digest()
+    reordered = {"results": {TASK: {"acc,none": 0.5}}, "n-samples": {TASK: {"original": 12, "effective": 12}}}
+    shuffled = Run(Path("/runs/c_results.json"), reordered, "m", a.conditions)
+    assert shuffled.digest() == a.digest()
+    bare = Run(Path("/runs/d_results.json"), {"results": {TASK: {"acc,none": 0.5}}}, "m", a.conditions)
+    assert bare.digest() != a.digest() and bare.digest([TASK]) != a.digest([TASK])
+
+
+def test_nested_generation_settings_compare_whatever_their_key_order():
+    assert generation_items({"stop": {"b": 1, "a": 2}}) == (("stop", '{"a": 2, "b": 1}'),)
+
+
+def test_pooling_keys_on_the_judge_and_the_asked_tasks_only():
+    def with_judge(name: str, judge: Judge | None, extra: bool = False) -> Run:
+        tasks = {TASK: TaskConditions(documents=2, of=2, judge=judge)}
+        if extra:
+            tasks["b_task"] = TaskConditions(documents=1, of=9)
+        return Run(Path(f"/runs/{name}_results.json"), results(), name, Conditions("m", "hf", "", tasks=tasks))
+
+    gpt, other = with_judge("a", Judge("llm", model="gpt-a")), with_judge("b", Judge("llm", model="gpt-b"))
+    assert pool_key(gpt, [TASK]) != pool_key(other, [TASK])
+    assert differences(gpt, other, [TASK]) == [f"judge gpt-a vs judge gpt-b ({TASK})"]
+    assert differences(with_judge("c", None), gpt, [TASK]) == [f"judge none needed vs judge gpt-a ({TASK})"]
+    # unlabelled runs (labels "a" and "d" here are names only) pool; a task not asked for is not compared
+    assert pool_key(gpt, [TASK]) == pool_key(with_judge("d", Judge("llm", model="gpt-a"), extra=True), [TASK])
+    wide = with_judge("e", Judge("llm", model="gpt-a"), extra=True)
+    assert differences(gpt, wide, [TASK]) == ["the same conditions and seed (seed unknown) but different results"]
+    assert differences(wide, gpt, [TASK, "b_task"]) == ["tasks run b_task vs -"]
+
+
+def test_a_missing_model_args_reads_none_on_either_side():
+    a, b = run("a", results("pretrained=org/m")), run("b", results(""))
+    assert differences(a, b, [TASK])[0] == "model_args pretrained=org/m vs (none)"
+
+
+def test_only_separators_are_stripped_from_model_args():
+    assert _without_seed("model=AX,seed=1") == ("model=AX", "1")
+
+
+def test_a_failed_verdict_without_a_reason_is_no_verdict():
+    assert _judge_from_lines([verdict(rubric="open", failed=True)]) == Judge(
+        "none", reason="no verdict", scored=0, failures=1, unparsed=0
+    )
+
+
+def test_the_model_name_falls_back_to_model_name_then_model():
+    data = results()
+    del data["config"]["model"]
+    data["model_name"] = "gpt-4o"
+    assert derive_conditions(data, {}).model == "gpt-4o"
+    del data["model_name"]
+    assert derive_conditions(data, {}).model == "model"
+
+
+def test_a_recorded_task_keeps_what_it_does_not_record_from_the_samples():
+    data = results()
+    data["lmms_spatial"] = {"schema": 1, "tasks": {TASK: {"of": 12}}, "failed_tasks": {TASK: "boom"}}
+    lines = {TASK: [{"doc_id": 0, "llm_accuracy": {"judge": "gpt-a", "rubric": "r", "stage_outputs": {"m": "x"}}}]}
+    tc = derive_conditions(data, lines).tasks[TASK]
+    assert (tc.documents, tc.map_source, tc.failed) == (12, "own_map", "boom")
+    assert tc.judge == Judge("llm", model="gpt-a", rubric="r", scored=1, failures=0, unparsed=0)
+
+
+def test_a_recorded_judge_without_a_share_keeps_the_derived_share():
+    derived = Judge("rule", share=0.3)
+    assert _recorded_judge(Judge.from_json({"kind": "rule"}), derived).share == 0.3
+
+
+def test_messages_name_every_path_and_file(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with pytest.raises(FileNotFoundError, match=f"under {tmp_path / 'a'}, {tmp_path / 'b'}$"):
+        find_results_files([tmp_path / "a", tmp_path / "b"])
+    one = write_run(tmp_path / "a", "1", results(), {})
+    with pytest.raises(ValueError, match=re.escape(f"2 labels for 1 results files: ['{one}']")):
+        load_runs([tmp_path / "a"], labels=["x", "y"])
+
+
+def test_a_copy_that_failed_one_more_task_is_another_run():
+    a = run("a", results())
+    data = results()
+    data["lmms_spatial"] = {"failed_tasks": {"b_task": "boom"}}
+    b = run("b", data)
+    assert distinct_runs([a, b]) == ([a, b], [])
+
+
+def test_a_rule_judge_names_every_llm_beside_it():
+    lines = [verdict(judge="gpt-b", rubric="r"), verdict(judge="gpt-a", rubric="r"), verdict(rubric="r", fallback=True)]
+    judge = _judge_from_lines(lines)
+    assert (judge.kind, judge.model, judge.share) == ("rule", "gpt-a, gpt-b", 1 / 3)
+
+
+def test_an_unreadable_failure_count_subtracts_nothing():
+    # documents 4 - failures (none readable: 0) - unparsed 1 = 3 scored
+    values = {"judge_failures,none": None, "judge_unparsed,none": 1}
+    assert _judge_from_results(values, 4) == Judge("llm", scored=3, failures=None, unparsed=1)
+
+
+def test_a_recorded_task_with_no_documents_in_this_release_stays_empty():
+    data = results()
+    data["results"]["empty_task"] = {"documents,none": "no documents in this release"}
+    data["lmms_spatial"] = {"schema": 1, "tasks": {"empty_task": {"documents": 0}}}
+    assert derive_conditions(data, {}).tasks["empty_task"] == TaskConditions(documents=0, empty=True)
