@@ -144,7 +144,7 @@ def test_a_forked_run_reuses_lmms_eval_s_built_in_task_index_and_indexes_other_f
     env = {**zygote.env, "PYTHONPATH": str(tmp_path / "mods")}
     assert zygote.task_index_file(timeout=300) is not None  # made for the first `lmms_eval` run, here at once
     forks = []
-    for _ in range(2):  # our tasks/ folder: indexed by lmms-eval for the first run, the kept copy for the second
+    for _ in range(2):  # two forks of one zygote: the same index and messages
         code, stdout, stderr = zygote.run("index_probe", [str(user)], env, tmp_path, tmp_path, timeout=300)
         assert code == 0, stderr[-3000:]
         forks.append(json.loads(stdout))
