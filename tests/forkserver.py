@@ -37,6 +37,13 @@ where every worker finds it (:data:`INDEX_FOLDER`), and every run a zygote forks
 that folder, with the messages lmms-eval logged while indexing it (:func:`_reuse_task_index`). Every other
 folder (ours, ``--include_path``) is indexed live (ours: 0.08 CPU s with libyaml, ``lmms_spatial.plugin.yaml_configs``),
 and the run still starts at ``python -m lmms_eval``'s entry point and builds its tasks from the YAMLs.
+
+A forked run's own ``python -m lmms_eval`` child (``lmms-spatial demo`` and ``bench`` start one per run, ~10 CPU s
+of imports each) is a fork of that run (:func:`_nest_children`) when a new process would be the same run: the
+child's environment differs from the run's only in our variables, its folder shadows nothing, nothing asks for a
+new session or group, and the run is on one thread once tqdm's monitor is stopped (pyarrow's pool threads, which
+a run that wrote datasets in-process may have, keep it a real process). It is a real child of the run all the
+same: its pid, exit status and ``wait4`` usage, its pipes or files on descriptors 0-2.
 """
 
 from __future__ import annotations
@@ -70,7 +77,9 @@ SWITCH = "LMMS_SPATIAL_TEST_FORK"  # "0": every run is a real subprocess; "plain
 DEEP_PRELOAD = ("datasets", "transformers", "accelerate", "lmms_eval.__main__", "nltk", "sklearn", "pytablewriter",
                 "rich.progress")  # fmt: skip
 _DEEP_FREE_PREFIXES = ("LMMS_SPATIAL_",)
-_DEEP_FREE = ("PYTHONUNBUFFERED",)
+# read when used, never on import: PYTHONUNBUFFERED (honoured in the fork), TOKENIZERS_PARALLELISM (read by
+# tokenizers when it would start threads; `lmms-spatial bench` sets it for the lmms-eval runs it starts)
+_DEEP_FREE = ("PYTHONUNBUFFERED", "TOKENIZERS_PARALLELISM")
 MAX_DEEP = 3  # per worker; the least recently used is closed for a new one
 # pyarrow's bundled jemalloc starts a purging thread when datasets is imported (a fork must happen with one thread):
 # the deep zygote switches it off for itself (memory is purged on allocation instead; no run reads this)
@@ -237,7 +246,21 @@ def _reuse_task_index(path: str) -> None:
 
 
 def _child(request: dict) -> int:
-    """In the fork: become ``python -m MODULE ARGS`` under the request's environment, and run it."""
+    """In the fork: become ``python -m MODULE ARGS`` under the request's environment, and run it, its output
+    in the request's files."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    os.close(null)
+    return _become(request)
+
+
+def _become(request: dict) -> int:
+    """Run ``python -m MODULE ARGS`` in this process, on file descriptors 0-2 as they are, under the request's
+    environment, folder and path, and return its exit status as the interpreter would."""
     import io
     import runpy
     import traceback
@@ -247,13 +270,6 @@ def _child(request: dict) -> int:
     os.environ.update(request["env"])
     for name, value in request.get("imported_env", {}).items():
         os.environ.setdefault(name, value)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(target, fd)
-        os.close(target)
-    os.close(null)
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
                                                    write_through=True)  # fmt: skip
@@ -265,8 +281,11 @@ def _child(request: dict) -> int:
     extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = [os.getcwd(), *[os.path.abspath(p) for p in extra], *request["base_path"]]
     sys.argv = [request["module"], *request["args"]]  # runpy puts the module's file first, as -m does
-    if request.get("task_index"):
+    global _index_reused
+    if request.get("task_index") and not _index_reused:  # a nested run inherits its parent's
         _reuse_task_index(request["task_index"])
+        _index_reused = True
+    _nest_children(request)
     try:
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         code = 0
@@ -295,12 +314,137 @@ def _child(request: dict) -> int:
     return code
 
 
+_index_reused = False  # in a fork: the built-in task index is served (a nested run's parent did it)
+# the modules a forked run may start as a child (`python -m MODULE`) that is a fork of the run itself:
+# `lmms-spatial demo` and `bench` start lmms-eval as a real process of their own (~10 CPU s of imports each)
+NESTED_MODULES = ("lmms_eval",)
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+
+
+def _module_files() -> dict[str, str]:
+    """Top-level module -> its file or package folder, for every module imported here: what a run's folder or
+    PYTHONPATH may shadow."""
+    files = {}
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None) if "." not in name else None
+        if where:
+            where = os.path.dirname(where) if os.path.basename(where).startswith("__init__.") else where
+            files[name] = os.path.realpath(where)
+    return files
+
+
+def shadowed(files: dict[str, str], env: dict[str, str], cwd: Path) -> bool:
+    """Whether the run's folder or a ``PYTHONPATH`` entry holds another copy of a module in ``files`` (``python
+    -m`` there would import that copy): such a run is not a fork of a process that imported them."""
+    folders = [Path(cwd), *(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    for folder in folders:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            name = _module_name(entry)
+            if name in files and os.path.realpath(folder / entry) != files[name]:
+                return True
+    return False
+
+
+def _stop_tqdm_monitors() -> None:
+    """Stop tqdm's monitor threads (one per bar class, started by the first bar: a run that built datasets has
+    one), so that the process is on one thread when it forks; the next bar starts a new one, as tqdm does
+    after a monitor exits."""
+    tqdm_monitor = sys.modules.get("tqdm._monitor")
+    if tqdm_monitor is None:
+        return
+    import threading
+
+    for thread in threading.enumerate():
+        if isinstance(thread, tqdm_monitor.TMonitor):
+            thread.exit()
+
+
+def _nested_request(call: dict, started_under: tuple, parent: dict) -> dict | None:
+    """The request for a child ``Popen`` would start, when a fork of this process is that same run: ``python
+    -m lmms_eval`` (:data:`NESTED_MODULES`) with this interpreter, an environment equal to the one this process
+    imported under but for our variables, a folder that shadows nothing imported here, this process on one
+    thread, and nothing only a new process gives (a session or group, ``preexec_fn``, ids, ``pass_fds``);
+    None otherwise (Popen starts a real process)."""
+    args = call["args"]
+    if call["shell"] or call["executable"] is not None or not isinstance(args, (list, tuple)):
+        return None
+    if len(args) < 3 or not all(isinstance(a, str) for a in args):
+        return None
+    if args[0] != sys.executable or args[1] != "-m" or args[2] not in parent.get("nest", NESTED_MODULES):
+        return None
+    if call["preexec_fn"] is not None or call["start_new_session"] or call["pass_fds"]:
+        return None
+    if call.get("process_group", -1) not in (-1, None) or call["umask"] >= 0:
+        return None
+    if any(call[k] is not None for k in ("uid", "gid", "gids")):
+        return None
+    env = dict(os.environ if call["env"] is None else call["env"])
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        return None
+    cwd = os.path.abspath(os.fspath(call["cwd"])) if call["cwd"] is not None else os.getcwd()
+    if not forkable(env) or deep_key(env) != started_under or shadowed(_module_files(), env, Path(cwd)):
+        return None
+    _stop_tqdm_monitors()
+    if _threads() != 1:
+        return None
+    keep = ("base_path", "imported_env", "task_index", "nest")
+    return {"module": args[2], "args": list(args[3:]), "env": env, "cwd": cwd, **{k: parent.get(k) for k in keep}}
+
+
+def _nest_children(request: dict) -> None:
+    """In a fork: the run's own ``python -m lmms_eval`` children are forks of it where that is the same run
+    (:func:`_nested_request`), as :func:`run_module` makes the test's runs forks of a zygote. The child is a
+    real child process of the run (its pid, its pipes or files on descriptors 0-2, its exit status and
+    ``wait4`` usage), so ``subprocess.run``/``Popen`` and the caller's reading of it work unchanged."""
+    import atexit
+    import inspect
+    import subprocess
+
+    original = subprocess.Popen._execute_child
+    signature = inspect.signature(original)
+    imported = {k: v for k, v in request.get("imported_env", {}).items() if k not in request["env"]}
+    started_under = deep_key({**request["env"], **imported})
+    ends = ("p2cread", "p2cwrite", "c2pread", "c2pwrite", "errread", "errwrite")
+
+    def _execute_child(self, *args, **kwargs):
+        call = signature.bind(self, *args, **kwargs).arguments
+        child = _nested_request(call, started_under, request)
+        if child is None:
+            return original(self, *args, **kwargs)
+        p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = (call[k] for k in ends)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                for fd, own in ((0, p2cread), (1, c2pwrite), (2, errwrite)):
+                    if own != -1 and own != fd:
+                        os.dup2(own, fd)
+                for own in {p2cwrite, c2pread, errread} - {-1, 0, 1, 2}:  # the parent's ends of the pipes
+                    os.close(own)
+                subprocess.Popen._execute_child = original
+                atexit._clear()  # the parent's exit functions are the parent's
+                code = _become(child)
+            finally:
+                os._exit(code & 0xFF)
+        self.pid = pid
+        self._child_created = True
+        self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
+
+    subprocess.Popen._execute_child = _execute_child
+
+
 def serve(deep: bool = False) -> None:
     """The zygote: preload (``deep``: :data:`DEEP_PRELOAD` too), say whether forking is safe, then fork one child
     per request line on stdin."""
-
-    def threads() -> int:
-        return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
 
     # numpy first: OpenBLAS may start its pool on import (OMP_NUM_THREADS unset), and that pool is fork-safe
     # (it stops itself around fork(), pthread_atfork). Any thread started after it (torch's OpenMP pool,
@@ -315,7 +459,7 @@ def serve(deep: bool = False) -> None:
             pass
         except Exception as exc:  # noqa: BLE001 - a run would meet it on its own import: it is not forked from here
             failed.append(f"{name}: {exc!r}")
-        counts.append(threads())
+        counts.append(_threads())
     started = counts[-1] - counts[0]
     import gc
 
@@ -327,12 +471,7 @@ def serve(deep: bool = False) -> None:
     # variables the preload set for itself (torch: TORCHINDUCTOR_CACHE_DIR), as the run's own imports would have
     imported_env = {k: v for k, v in os.environ.items() if start.get(k) != v and k not in _NO_JEMALLOC_THREAD}
     replies = os.fdopen(os.dup(1), "w", buffering=1)
-    files = {}  # top-level module -> its file or package folder: what a run's folder or PYTHONPATH may shadow
-    for name, module in list(sys.modules.items()):
-        where = getattr(module, "__file__", None) if "." not in name else None
-        if where:
-            where = os.path.dirname(where) if os.path.basename(where).startswith("__init__.") else where
-            files[name] = os.path.realpath(where)
+    files = _module_files()
     hello = {"threads_started": started, "env_readers": leaked, "modules": sorted(sys.modules), "files": files,
              "failed": failed}  # fmt: skip
     replies.write(json.dumps(hello) + "\n")
@@ -408,24 +547,16 @@ class Zygote:
 
     def shadows(self, env: dict[str, str], cwd: Path) -> bool:
         """Whether the run's folder or a ``PYTHONPATH`` entry holds another copy of a module this zygote
-        imported (``python -m`` there would import that copy): such a run is not forked from it."""
-        folders = [cwd, *(Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
-        for folder in folders:
-            try:
-                entries = os.listdir(folder)
-            except OSError:
-                continue
-            for entry in entries:
-                name = _module_name(entry)
-                if name in self.files and os.path.realpath(folder / entry) != self.files[name]:
-                    return True
-        return False
+        imported (:func:`shadowed`): such a run is not forked from it."""
+        return shadowed(self.files, env, cwd)
 
     def run(self, module: str, args: list[str], env: dict[str, str], cwd: Path, scratch: Path,
-            timeout: float) -> tuple[int, str, str]:  # fmt: skip
-        # made for the first lmms-eval run (a zygote that only runs `lmms-spatial report` never pays for it)
-        index = self.task_index_file(timeout) if module == "lmms_eval" else self.task_index
-        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index}
+            timeout: float, nest: tuple[str, ...] = NESTED_MODULES) -> tuple[int, str, str]:  # fmt: skip
+        # made for the first lmms-eval run, ours or one our CLI starts (demo, bench: nested forks of the run);
+        # a zygote that only runs `lmms-spatial report` never pays for it
+        starts = module == "lmms_eval" or (module == "lmms_spatial.cli" and args[:1] in (["demo"], ["bench"]))
+        index = self.task_index_file(timeout) if starts else self.task_index
+        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index, "nest": nest}
         return self._run(request, scratch, timeout)
 
     def _run(self, request: dict, scratch: Path, timeout: float) -> tuple[int, str, str]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed process
 import pytest
 
 from lmms_spatial.cli import build_parser
@@ -27,9 +26,8 @@ def test_bench_is_a_subcommand_and_the_other_subcommands_stay():
 @pytest.mark.slow  # ~45 s: builds every demo dataset and runs the harness
 def test_tiny_bench_reports_every_demo_task_and_every_section(offline_env, tmp_path):
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "lmms_spatial.cli", "bench", "--tiny", "--work", str(tmp_path / "work"),
-           "--json", str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, env=offline_env, capture_output=True, text=True, timeout=600)
+    args = ["bench", "--tiny", "--work", str(tmp_path / "work"), "--json", str(out)]
+    proc = forkserver.run_module("lmms_spatial.cli", args, offline_env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(out.read_text())
 
@@ -52,8 +50,8 @@ def test_tiny_bench_reports_every_demo_task_and_every_section(offline_env, tmp_p
     assert "per benchmark, our CPU ms/doc" in proc.stdout
 
     # two reports compare
-    proc = subprocess.run([sys.executable, "-m", "lmms_spatial.cli", "bench", "--compare", str(out), str(out)],
-                          env=offline_env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    proc = forkserver.run_module("lmms_spatial.cli", ["bench", "--compare", str(out), str(out)], offline_env,
+                                 timeout=120)  # fmt: skip
     assert proc.returncode == 0 and "mmsi_vanilla" in proc.stdout and " 1.00" in proc.stdout, proc.stderr
 
 
@@ -302,10 +300,9 @@ def test_real_size_data_maps_env_vars_and_keeps_unsized_benchmarks(tmp_path):
 @pytest.mark.slow  # ~40 s: builds the demo data, re-encodes OSR-Bench and MMSI-Bench at full size
 def test_bench_tasks_at_real_image_size(offline_env, tmp_path):
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "lmms_spatial.cli", "bench", "--only", "tasks", "--image-size", "real",
-           "--docs", "2", "--tasks", "osr_qa_standard_vanilla,mmsi_vanilla", "--work", str(tmp_path / "work"),
-           "--json", str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, env=offline_env, capture_output=True, text=True, timeout=600)
+    args = ["bench", "--only", "tasks", "--image-size", "real", "--docs", "2", "--tasks",
+            "osr_qa_standard_vanilla,mmsi_vanilla", "--work", str(tmp_path / "work"), "--json", str(out)]  # fmt: skip
+    proc = forkserver.run_module("lmms_spatial.cli", args, offline_env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(out.read_text())
     assert report["meta"]["image_size"] == "real"
@@ -324,10 +321,9 @@ def test_bench_tasks_at_real_image_size(offline_env, tmp_path):
 @pytest.mark.slow  # ~60 s: three lmms-eval runs of the instant random_choice model
 def test_end_to_end_steady_state_runs_limit_l_and_2l(offline_env, tmp_path):
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "lmms_spatial.cli", "bench", "--only", "tasks,e2e", "--tasks", "mmsi_vanilla",
-           "--docs", "2", "--model", "random_choice", "--model_args", "seed=0", "--limit", "4",
-           "--work", str(tmp_path / "work"), "--json", str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, env=offline_env, capture_output=True, text=True, timeout=900)
+    args = ["bench", "--only", "tasks,e2e", "--tasks", "mmsi_vanilla", "--docs", "2", "--model", "random_choice",
+            "--model_args", "seed=0", "--limit", "4", "--work", str(tmp_path / "work"), "--json", str(out)]  # fmt: skip
+    proc = forkserver.run_module("lmms_spatial.cli", args, offline_env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     e2e = json.loads(out.read_text())["end_to_end"]
     assert "error" not in e2e, e2e

@@ -135,15 +135,14 @@ def test_runner_table_gives_each_runner_its_floor_ratio_and_the_speedup():
 @pytest.mark.slow  # ~100 s: six lmms-eval runs of the tiny checkpoint (cold, 2L and L for each runner)
 def test_runners_section_runs_both_runners_on_a_checkpoint_built_here(offline_env, tmp_path):
     import json
-    import subprocess
-    import sys
+
+    import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed process
 
     out = tmp_path / "bench.json"
-    cmd = [sys.executable, "-m", "lmms_spatial.cli", "bench", "--only", "tasks", "--runners", "--arch", "tiny",
-           "--device", "cpu", "--tasks", "mmsi_vanilla", "--docs", "2", "--limit", "2", "--batch_size", "2",
-           "--gen_kwargs", "max_new_tokens=2", "--min-pixels", "3136", "--max-pixels", "12544",
-           "--work", str(tmp_path / "work"), "--json", str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, env=offline_env, capture_output=True, text=True, timeout=900)
+    args = ["bench", "--only", "tasks", "--runners", "--arch", "tiny", "--device", "cpu", "--tasks", "mmsi_vanilla",
+            "--docs", "2", "--limit", "2", "--batch_size", "2", "--gen_kwargs", "max_new_tokens=2", "--min-pixels",
+            "3136", "--max-pixels", "12544", "--work", str(tmp_path / "work"), "--json", str(out)]  # fmt: skip
+    proc = forkserver.run_module("lmms_spatial.cli", args, offline_env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     report = json.loads(out.read_text())["runners"]
 

@@ -259,3 +259,58 @@ def test_a_deep_zygote_has_lmms_eval_imported_and_each_fork_sees_its_own_variabl
         server.close()
     assert [s["ours"] for s in seen] == ["none", "gpt-4o"]
     assert all(s["preloaded"] and s["hook"] and s["hf_home"] == str(tmp_path / "hf") for s in seen)
+
+
+NEST_OUTER = textwrap.dedent(
+    """
+    import json, os, subprocess, sys
+    import tqdm
+
+    sys.nest_outer_ran = True  # seen by a child that is a fork of this process only
+    for _ in tqdm.tqdm(range(2), disable=False, mininterval=0):  # its monitor thread is started
+        pass
+    calls = {
+        "ours_differ": ({**os.environ, "LMMS_SPATIAL_JUDGE": "none"}, {}),
+        "hf_home_differs": ({**os.environ, "HF_HOME": "/nowhere"}, {}),
+        "new_session": (None, {"start_new_session": True}),
+    }
+    seen = {"pid": os.getpid()}
+    for name, (env, extra) in calls.items():
+        proc = subprocess.run([sys.executable, "-m", "nest_inner", name], env=env, capture_output=True, text=True,
+                              **extra)
+        seen[name] = {"code": proc.returncode, "stderr": proc.stderr, **json.loads(proc.stdout)}
+    print(json.dumps(seen))
+    """
+)
+NEST_INNER = textwrap.dedent(
+    """
+    import json, os, sys
+    print(json.dumps({"forked": hasattr(sys, "nest_outer_ran"), "ppid": os.getppid(), "argv": sys.argv[1:],
+                      "judge": os.environ.get("LMMS_SPATIAL_JUDGE"), "cwd": os.getcwd()}))
+    print("inner stderr", file=sys.stderr)
+    sys.exit(3)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_forked_run_s_python_m_child_is_a_fork_of_it_only_where_a_real_process_would_be_the_same(zygote, tmp_path):
+    """``lmms-spatial demo``/``bench`` start ``python -m lmms_eval`` themselves: in a forked run such a child is a
+    fork of the run (its pipes, exit status and pid as a real child's) when its environment differs from the
+    run's only in our variables, and a real process when another variable differs (``HF_HOME``: read on
+    import) or it asks for what only a new process gives (a new session). tqdm's monitor thread, which a run
+    that showed a bar has, is stopped first (a fork needs one thread)."""
+    import json
+
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "nest_outer.py").write_text(NEST_OUTER)
+    (tmp_path / "mods" / "nest_inner.py").write_text(NEST_INNER)
+    env = {**zygote.env, "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(tmp_path / "mods")}
+    code, stdout, stderr = zygote.run("nest_outer", [], env, tmp_path, tmp_path, timeout=300, nest=("nest_inner",))
+    assert code == 0, stderr
+    seen = json.loads(stdout)
+    for name, forked in (("ours_differ", True), ("hf_home_differs", False), ("new_session", False)):
+        child = seen[name]
+        assert (child["forked"], child["code"], child["stderr"], child["argv"]) == (forked, 3, "inner stderr\n", [name])
+        assert child["ppid"] == seen["pid"] and child["cwd"] == str(tmp_path)
+    assert seen["ours_differ"]["judge"] == "none" and seen["new_session"]["judge"] is None
