@@ -521,3 +521,174 @@ def test_layout_tasks_and_judged_tasks():
     assert layout.tasks() == {"j", "t"} and layout.judged_tasks() == {"j"}
     assert tables._scale(Column("a", "a", None, scaled=False), 100.0) == 1.0
     assert tables._scale(Column("a", "a", None), 100.0) == 100.0
+
+
+# --- a row's label: its marks, and what tells two rows of one model apart -----------------------------------------
+
+JUDGED = Layout(
+    "judged",
+    "toy_bench",
+    "Judged",
+    (
+        Column("J", "J", Leaf("j", "judge_score", unparsed=JUDGE_UNUSABLE)),
+        Column("T", "T", Leaf("t", "acc")),
+        Column("E", "E", Leaf("e", "acc")),
+    ),
+)
+JUDGED_RESULTS = {"j": {"judge_score": 0.5}, "t": {"acc": 0.5, "chance_level": 0.25}, "e": {}}
+
+
+def judged_run(name: str, judge: Judge | None, label: str, **kwargs: Any) -> Run:
+    tasks = {"j": TaskConditions(4, 4, judge=judge), "t": TaskConditions(4, 4), "e": TaskConditions(0, 0)}
+    return run(name, JUDGED_RESULTS, tasks=tasks | kwargs.pop("tasks", {}), label=label, **kwargs)
+
+
+def test_a_row_is_marked_and_footnoted_for_its_judge_empty_tasks_and_generation_settings():
+    partly_rule = Judge("rule", model="gpt", share=0.5, scored=4, failures=0, unparsed=0)
+    off = TaskConditions(4, 4, generation=(("max_new_tokens", "16"),), protocol=(("max_new_tokens", "32"),))
+    a = judged_run("a", partly_rule, "ma", tasks={"e": TaskConditions(0, 0, empty=True), "t": off})
+    b = judged_run("b", Judge("rule", share=1.0, scored=4), "mb", gen_overrides=(("max_new_tokens", "8"),))
+    c = judged_run("c", Judge("llm", model="gpt-4o", rubric="odi_open", rubric_version="1.0", scored=3, failures=1,
+                             unparsed=0), "mc")  # fmt: skip
+    d = judged_run("d", Judge("none", reason="no key"), "md")
+    table = build_table(JUDGED, [a, b, c, d], ci=False)
+    labels = [r.label for r in table.rows if r.kind == "model"]
+    assert labels == [
+        "ma (rule-based judge 50%; not comparable; gen max_new_tokens=16)",
+        "mb (rule-based judge; --gen_kwargs max_new_tokens=8)",  # all the rule's: no share shown
+        "mc",
+        "md",
+    ]
+    assert [r.model for r in table.rows if r.kind == "model"] == ["ma", "mb", "mc", "md"]
+    assert table.notes == [
+        "ma: judged columns scored by the rule-based fallback for 50% of the answers, gpt for the rest (4 scored)",
+        "ma: not comparable to the paper's rows: no documents in this release for e",
+        "ma: generation settings other than the paper's protocol (the tasks' own generation_kwargs): "
+        "max_new_tokens=16 (protocol 32) on t",
+        "mb: judged columns scored by the rule-based fallback, not an LLM judge (4 scored)",
+        "mb: run with --gen_kwargs max_new_tokens=8; its tasks' own settings (the paper's protocol) are not in this "
+        "results file: it may not follow the protocol",
+        "mc: judged by gpt-4o (rubric odi_open v1.0) (3 scored, 1 judge failures)",
+        "md: no judge verdict (no key)",
+    ]
+    # the judge's unusable answers: (failures + unparsed) / documents = 1 / 4 for mc; the none judge's cell says why
+    unparsed = {r.label: r for r in table.rows if r.kind == "unparsed"}
+    assert unparsed["mc unparsed"].cells[0].value == 25.0
+    assert table.rows[-1].label == "chance level" and table.rows[-1].cells[1].value == 25.0
+
+
+def test_a_setting_the_protocol_leaves_unset_and_one_it_sets_are_both_named():
+    off = TaskConditions(4, 4, generation=(("temperature", "0.7"),), protocol=(("max_new_tokens", "32"),))
+    a = judged_run("a", None, "ma", tasks={"t": off, "e": off})
+    table = build_table(JUDGED, [a], ci=False)
+    assert table.rows[0].label == "ma (gen max_new_tokens=(unset), temperature=0.7)"
+    assert table.notes == [
+        "ma: generation settings other than the paper's protocol (the tasks' own generation_kwargs): "
+        "temperature=0.7 (protocol unset) on e, t; max_new_tokens=(unset) (protocol 32) on e, t"
+    ]
+
+
+def test_a_run_that_recorded_its_protocol_is_not_marked_for_its_gen_kwargs():
+    same = TaskConditions(4, 4, generation=(("max_new_tokens", "32"),), protocol=(("max_new_tokens", "32"),))
+    a = judged_run("a", None, "ma", tasks={"t": same}, gen_overrides=(("max_new_tokens", "32"),))
+    table = build_table(JUDGED, [a], ci=False)
+    assert table.rows[0].label == "ma" and table.notes == []
+
+
+def test_rows_of_one_model_are_told_apart_by_the_model_arguments_they_do_not_share():
+    a = run("a", {"t": {"acc": 0.5}}, args="pretrained=org/m,samples=a,device=cpu")
+    b = run("b", {"t": {"acc": 0.75}}, args="pretrained=org/m,samples=b,device=cpu")
+    table = build_table(LAYOUT, [a, b], ci=False)
+    assert [r.label for r in table.rows if r.kind == "model"] == ["m (samples=a)", "m (samples=b)"]
+    assert [r.model for r in table.rows if r.kind == "model"] == ["m (samples=a)", "m (samples=b)"]
+    assert table.warnings == [
+        "WARNING: m (samples=a) and m (samples=b) are not pooled as seeds of m: model_args pretrained=org/m,"
+        "samples=a,device=cpu vs pretrained=org/m,samples=b,device=cpu"
+    ]
+    assert table.warnings[0] in table.notes
+
+
+def test_rows_of_one_model_with_equal_arguments_are_told_apart_by_generation_seed_or_folder():
+    def gen(value: str) -> dict[str, TaskConditions]:
+        return {"t": TaskConditions(4, 4, generation=(("max_new_tokens", value),))}
+
+    a, b = run("a", {"t": {"acc": 0.5}}, tasks=gen("16")), run("b", {"t": {"acc": 0.5}}, tasks=gen("32"))
+    labels = [r.label for r in build_table(LAYOUT, [a, b], ci=False).rows if r.kind == "model"]
+    assert labels == ["m (max_new_tokens=16)", "m (max_new_tokens=32)"]
+    # equal arguments and generation, one seed each, other numbers: the seed tells them apart
+    a, b = run("a", {"t": {"acc": 0.5}}, seed="1"), run("b", {"t": {"acc": 0.25}}, seed="1")
+    labels = [r.label for r in build_table(LAYOUT, [a, b], ci=False).rows if r.kind == "model"]
+    assert labels == ["m (a)", "m (b)"]  # the same seed: the folder
+    # one argument more in one run: the other has none to show, so the next thing (the folder) tells them apart
+    a, b = run("a", {"t": {"acc": 0.5}}), run("b", {"t": {"acc": 0.5}}, args="pretrained=org/m,x=1")
+    labels = [r.label for r in build_table(LAYOUT, [a, b], ci=False).rows if r.kind == "model"]
+    assert labels == ["m (a)", "m (b)"]
+
+
+def test_rows_in_one_folder_are_told_apart_by_their_file_names():
+    a, b = run("a", {"t": {"acc": 0.5}}, seed="1"), run("b", {"t": {"acc": 0.25}}, seed="1")
+    a.results_file, b.results_file = Path("/runs/x/2026_a_results.json"), Path("/runs/x/2026_b_results.json")
+    labels = [r.label for r in build_table(LAYOUT, [a, b], ci=False).rows if r.kind == "model"]
+    assert labels == ["m (2026_a)", "m (2026_b)"]
+
+
+def test_a_partial_row_of_a_model_with_two_rows_names_the_row_in_its_note():
+    a = run("a", {"t": {"acc": 0.5}, "u": {"acc": 0.5}}, args="pretrained=org/m,samples=a")
+    b = run("b", {"t": {"acc": 0.5}, "u": {"acc": 0.5}}, args="pretrained=org/m,samples=b",
+            tasks={"t": TaskConditions(2, 4), "u": TaskConditions(4, 4)})  # fmt: skip
+    table = build_table(LAYOUT, [a, b], ci=False)
+    # the mark tells the rows apart (no tag needed); the note names the row by its label, the model having two
+    assert [r.label for r in table.rows if r.kind == "model"] == ["m", "m (6/8)"]
+    assert "m (6/8): partial run, 6 of 8 documents of this table's tasks" in table.notes
+
+
+# --- notes under a table: run options and software -----------------------------------------------------------------
+
+
+def options(values: dict[str, str]) -> dict[str, TaskConditions]:
+    return {"t": TaskConditions(4, 4, run_options=tuple(sorted(values.items())))}
+
+
+def test_each_row_with_run_options_is_named_and_different_inputs_are_warned_of():
+    cap = {"LMMS_SPATIAL_ODI_MAX_PIXELS": "524288"}
+    a = run("a", {"t": {"acc": 0.5}}, tasks=options(cap), label="ma")
+    b = run("b", {"t": {"acc": 0.5}}, tasks=options({}), label="mb")
+    notes = build_table(LAYOUT, [a, b], ci=False).notes
+    assert notes == [
+        "a note of the layout",
+        "ma: run with LMMS_SPATIAL_ODI_MAX_PIXELS=524288",
+        "WARNING: these models were run with different prompt or image settings (above); their rows are not "
+        "directly comparable",
+    ]
+
+
+def test_an_option_seed_alone_is_named_but_is_not_a_different_input():
+    a = run("a", {"t": {"acc": 0.5}}, tasks=options({"LMMS_SPATIAL_DORI_SEED": "1"}), label="ma")
+    b = run("b", {"t": {"acc": 0.5}}, tasks=options({"LMMS_SPATIAL_DORI_SEED": "2"}), label="mb", args="x=1")
+    notes = build_table(LAYOUT, [a, b], ci=False).notes
+    assert notes == ["a note of the layout", "ma: run with LMMS_SPATIAL_DORI_SEED=1",
+                     "mb: run with LMMS_SPATIAL_DORI_SEED=2"]  # fmt: skip
+
+
+def test_rows_made_with_other_software_are_warned_of_naming_the_versions_that_differ():
+    def software(**versions: str) -> dict[str, Any]:
+        return {"packages": {"lmms-eval": "0.7.3", **{k.replace("_", "-"): v for k, v in versions.items()}}}
+
+    a = run("a", {"t": {"acc": 0.5}}, label="ma", environment=software(torch="2.1", transformers="4.5"))
+    b = run("b", {"t": {"acc": 0.5}}, label="mb", environment=software(torch="2.2", transformers="4.5"))
+    c = run("c", {"t": {"acc": 0.5}}, label="mc")
+    notes = build_table(LAYOUT, [a, b], ci=False).notes
+    assert notes[-1] == (
+        "WARNING: these rows were produced with different software (ma: torch 2.1; mb: torch 2.2); numbers can move "
+        "with these versions"
+    )
+    # a row that recorded none: every version differs from it
+    notes = build_table(LAYOUT, [a, c], ci=False).notes
+    assert notes[-1] == (
+        "WARNING: these rows were produced with different software (ma: lmms-eval 0.7.3, transformers 4.5, torch 2.1; "
+        "mc: software not recorded); numbers can move with these versions"
+    )
+    notes = build_table(LAYOUT, [a, run("d", {"t": {"acc": 0.5}}, label="md", environment=software(torch="2.1",
+                                                                                               transformers="4.5"))],
+                        ci=False).notes  # fmt: skip
+    assert not any("different software" in n for n in notes)
