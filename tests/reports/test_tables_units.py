@@ -251,7 +251,8 @@ def two_task_run(name: str = "a", **kwargs: Any) -> Run:
         "u": {"acc": 0.5, "unparsed_rate": 0.5, "chance_level": 0.5},
     }
     lines = {"t": acc_lines([1.0, 1.0, 1.0, 0.0, None]), "u": acc_lines([0.0, 1.0])}
-    return run(name, results, lines, tasks={"t": TaskConditions(5, 5), "u": TaskConditions(2, 2)}, **kwargs)
+    tasks = kwargs.pop("tasks", {"t": TaskConditions(5, 5), "u": TaskConditions(2, 2)})
+    return run(name, results, lines, tasks=tasks, **kwargs)
 
 
 def test_a_mean_is_the_unweighted_mean_of_its_parts():
@@ -692,3 +693,183 @@ def test_rows_made_with_other_software_are_warned_of_naming_the_versions_that_di
                                                                                                transformers="4.5"))],
                         ci=False).notes  # fmt: skip
     assert not any("different software" in n for n in notes)
+
+
+# --- why a cell is empty, on the edges ------------------------------------------------------------------------------
+
+
+def test_an_unparsed_cell_of_a_judged_leaf_without_a_verdict_says_the_rate_is_missing_not_the_judge():
+    judge = Judge("none", reason="no key")
+    r = run("a", {"t": {"judge_score": 0.5}}, tasks={"t": TaskConditions(4, 4, judge=judge)})
+    # the unparsed rate is withheld as "unparsed_rate" (no judge withholds it): it is simply not in the results
+    assert Leaf("t", "judge_score").why(r, "unparsed") == "no value in the results of t (NaN: no document scored)"
+
+
+def test_a_chance_cell_of_a_task_without_documents_says_no_chance_level_was_recorded():
+    r = run("a", {"t": {"acc": 0.5}}, tasks={"t": TaskConditions(0, 0, empty=True)})
+    # the chance level is never withheld: its reason is the missing level, not the empty task
+    assert Leaf("t", "acc").why(r, "chance") == "t records no chance level"
+
+
+def test_draws_are_kept_when_the_mean_is_exactly_1e_9_from_the_value():
+    lines = {"t": acc_lines([0.0, 0.0])}
+    # |0 - 1e-9| is 1e-9 exactly: within the tolerance (more than 1e-9 is not)
+    assert Leaf("t", "acc").draws(run("a", {"t": {"acc": 1e-9}}, lines), 0).tolist() == [0.0] * 500
+
+
+def test_a_mean_says_why_for_the_role_asked():
+    # the value is missing but the unparsed rate is there: the value's reason, by default and when asked
+    r = run("a", {"t": {"acc": math.nan, "unparsed_rate": 0.1}, "u": {"acc": 0.5, "unparsed_rate": 0.1}})
+    mean = Mean((Leaf("t", "acc"), Leaf("u", "acc")))
+    assert mean.why(r) == mean.why(r, "value") == "no value in the results of t (NaN: no document scored)"
+    # the chance level is missing, the value and unparsed rate are not: the chance level's reason
+    assert mean.why(r, "chance") == "needs every part; t records no chance level (and 1 other reasons)"
+    assert mean.why(r, "unparsed") is None
+
+
+def test_a_pooled_mean_over_no_document_has_no_reason_to_give():
+    r = run("a", {"t": {"acc": 0.5, "unparsed_rate": 0.0}}, tasks={"t": TaskConditions(0, 4)})
+    # every part has its rate, but there is no document to weight it by: empty, and no part to blame
+    assert Pooled((Leaf("t", "acc"),)).why(r, "unparsed") is None
+
+
+def test_a_rule_judge_with_no_answer_counted_is_marked_as_the_rules_alone():
+    r = judged_run("a", Judge("rule", share=None, scored=None, unparsed=None), "ma")
+    table = build_table(JUDGED, [r], ci=False)
+    # no answer counted: no share to weight, shown as the rule's alone
+    assert table.rows[0].label == "ma (rule-based judge)"
+
+
+def test_a_judge_with_no_verdict_and_no_reason_is_named_no_judge():
+    r = judged_run("a", Judge("none"), "ma")
+    assert "ma: no judge verdict (no judge)" in build_table(JUDGED, [r], ci=False).notes
+
+
+def test_every_task_without_documents_is_named_in_the_note():
+    empty = {"e": TaskConditions(0, 0, empty=True), "t": TaskConditions(0, 0, empty=True)}
+    r = judged_run("a", None, "ma", tasks=empty)
+    assert "ma: not comparable to the paper's rows: no documents in this release for e, t" in (
+        build_table(JUDGED, [r], ci=False).notes
+    )
+
+
+# --- rows of one model told apart: every clash, and the last resort ---------------------------------------------
+
+
+def model_labels(runs: list[Run], layout: Layout = LAYOUT) -> list[str]:
+    return [r.label for r in build_table(layout, runs, ci=False).rows if r.kind == "model"]
+
+
+def test_every_clash_of_labels_is_resolved_not_only_the_first():
+    k = run("k", {"t": {"acc": 0.5}}, label="k")
+    m = [run(f"m{x}", {"t": {"acc": 0.5}}, label="m", args=f"pretrained=org/m,samples={x}") for x in "ab"]
+    n = [run(f"n{x}", {"t": {"acc": 0.5}}, label="n", args=f"pretrained=org/n,samples={x}") for x in "ab"]
+    assert model_labels([k, *m, *n]) == ["k", "m (samples=a)", "m (samples=b)", "n (samples=a)", "n (samples=b)"]
+
+
+def test_rows_differing_in_several_arguments_show_them_all():
+    a = run("a", {"t": {"acc": 0.5}}, args="pretrained=org/m,samples=a,bs=1")
+    b = run("b", {"t": {"acc": 0.5}}, args="pretrained=org/m,samples=b,bs=2")
+    assert model_labels([a, b]) == ["m (samples=a,bs=1)", "m (samples=b,bs=2)"]
+
+
+def test_rows_kept_apart_by_a_run_option_are_told_apart_by_their_seed():
+    a = run("a", {"t": {"acc": 0.5}}, tasks=options({"LMMS_SPATIAL_ODI_PROMPT": "p1"}), seed="1")
+    b = run("b", {"t": {"acc": 0.5}}, tasks=options({"LMMS_SPATIAL_ODI_PROMPT": "p2"}), seed="2")
+    assert model_labels([a, b]) == ["m (seed=1)", "m (seed=2)"]
+
+
+def test_rows_in_folders_of_one_name_are_told_apart_by_their_whole_path():
+    a, b = run("a", {"t": {"acc": 0.5}}, seed="1"), run("b", {"t": {"acc": 0.25}}, seed="1")
+    a.results_file, b.results_file = Path("/x/run/r_results.json"), Path("/y/run/r_results.json")
+    assert model_labels([a, b]) == ["m (/x/run/r_results.json)", "m (/y/run/r_results.json)"]
+
+
+def test_generation_tags_name_the_tables_tasks_only():
+    def gen(**values: str) -> dict[str, TaskConditions]:
+        return {t: TaskConditions(4, 4, generation=(("max_new_tokens", v),)) for t, v in values.items()}
+
+    a = run("a", {"t": {"acc": 0.5}}, tasks=gen(t="16", z="99"))
+    b = run("b", {"t": {"acc": 0.5}}, tasks=gen(t="32", z="99"))
+    assert model_labels([a, b]) == ["m (max_new_tokens=16)", "m (max_new_tokens=32)"]
+    # two settings among the table's tasks: both, sorted
+    c = run("c", {"t": {"acc": 0.5}, "u": {"acc": 0.5}}, tasks=gen(t="16", u="8"))
+    d = run("d", {"t": {"acc": 0.5}, "u": {"acc": 0.5}}, tasks=gen(t="32", u="32"))
+    assert model_labels([c, d]) == ["m (max_new_tokens=16 / max_new_tokens=8)", "m (max_new_tokens=32)"]
+    # one run recorded its settings, the other did not: no tag for one, so the folder tells them apart
+    e = run("e", {"t": {"acc": 0.5}}, tasks=gen(t="16"))
+    f = run("f", {"t": {"acc": 0.5}})
+    assert model_labels([e, f]) == ["m (e)", "m (f)"]
+
+
+def test_gen_kwargs_tell_apart_runs_that_recorded_their_protocol_but_not_the_settings_in_effect():
+    own = {"t": TaskConditions(4, 4, protocol=(("max_new_tokens", "32"),))}
+    a = run("a", {"t": {"acc": 0.5}}, tasks=own, gen_overrides=(("max_new_tokens", "8"),))
+    b = run("b", {"t": {"acc": 0.5}}, tasks=own, gen_overrides=(("max_new_tokens", "16"),))
+    assert model_labels([a, b]) == ["m (--gen_kwargs max_new_tokens=8)", "m (--gen_kwargs max_new_tokens=16)"]
+
+
+def test_generation_marks_look_at_the_tables_tasks_only():
+    off = TaskConditions(4, 4, generation=(("max_new_tokens", "16"),), protocol=(("max_new_tokens", "32"),))
+    a = run("a", {"t": {"acc": 0.5}}, tasks={"t": TaskConditions(4, 4), "z": off})
+    assert model_labels([a]) == ["m"]  # z is not in the table: its settings are not this table's business
+    # --gen_kwargs with no protocol recorded for the table's tasks is marked, whatever another task recorded
+    b = run("b", {"t": {"acc": 0.5}}, tasks={"t": TaskConditions(4, 4), "z": off}, gen_overrides=(("seed", "1"),))
+    assert model_labels([b]) == ["m (--gen_kwargs seed=1)"]
+
+
+# --- a table with published rows, and its extra and unparsed rows ---------------------------------------------
+
+
+def test_published_rows_come_last_after_the_chance_row_with_their_notes(monkeypatch):
+    reference = {
+        "scale": 1.0,
+        "table": "Table 2",
+        "rows": [{"model": "GPT-4o", "values": {"T": 0.4, "Avg.": 0.45}, "note": "as printed"},
+                 {"model": "Human", "values": {"T": 0.9, "U": 0.8, "Avg.": 0.85}}],
+        "notes": ["the paper's note"],
+        "skipped": ["Table 3"],
+    }  # fmt: skip
+    monkeypatch.setattr(tables.references, "table", lambda benchmark, key: reference)
+    monkeypatch.setattr(tables.references, "load", lambda benchmark: {"paper": "Toy et al. 2025"})
+    layout = Layout("toy", "toy_bench", "Toy", LAYOUT.columns, reference="t2")
+    off = TaskConditions(4, 4, generation=(("max_new_tokens", "16"),), protocol=(("max_new_tokens", "32"),))
+    a = two_task_run("a", tasks={"t": off, "u": TaskConditions(2, 4)})  # 4 + 2 of 4 + 4 documents
+    table = build_table(layout, [a], ci=False)
+    assert table.source == "Toy et al. 2025 Table 2: " and table.scale == 1.0
+    assert [(r.label, r.kind) for r in table.rows] == [
+        ("m (6/8; gen max_new_tokens=16)", "model"), ("m (6/8; gen max_new_tokens=16) unparsed", "unparsed"),
+        ("chance level", "chance"), ("GPT-4o", "reference"), ("Human", "reference"),
+    ]  # fmt: skip
+    # the run's cells on the paper's scale (0-1): 0.75 for t
+    assert table.rows[0].cells[0].value == 0.75
+    gpt = table.rows[3]
+    assert [c.value for c in gpt.cells] == [0.4, None, 0.45, None] and gpt.note == "as printed"
+    assert table.notes == [
+        "m (6/8; gen max_new_tokens=16): partial run, 6 of 8 documents of this table's tasks; the published rows "
+        "cover the whole split",
+        "m (6/8; gen max_new_tokens=16): generation settings other than the paper's protocol (the tasks' own "
+        "generation_kwargs): max_new_tokens=16 (protocol 32) on t; not comparable with the published rows",
+        "published rows: - where the paper prints no value",
+        "the paper's note",
+        "not transcribed: Table 3",
+    ]
+
+
+def test_extra_and_unparsed_rows_carry_the_rows_runs_and_the_ci_of_the_tables_seed():
+    layout = Layout(
+        "toy", "toy_bench", "Toy", (Column("T", "T", Leaf("t", "acc_map")), Column("U", "U", Leaf("u", "acc"))),
+        extra_rows=(("with map", lambda c: Leaf("t", "acc_map") if c.key == "T" else None),),
+    )  # fmt: skip
+    lines = [{"doc_id": i, "acc_map": {"score": s}} for i, s in enumerate([1.0, 0.0, 1.0, 1.0])]
+    r = run("a", {"t": {"acc_map": 0.75, "unparsed_rate": 0.25}}, {"t": lines})
+    table = build_table(layout, [r], seed=7)
+    extra, unparsed = table.rows[1], table.rows[2]
+    lo, hi = np.percentile(Leaf("t", "acc_map").draws(r, 7), [2.5, 97.5])
+    assert (extra.cells[0].lo, extra.cells[0].hi) == (float(lo) * 100, float(hi) * 100)
+    assert extra.runs == [r] and (unparsed.label, unparsed.model, unparsed.runs) == ("m unparsed", "m", [r])
+    assert unparsed.cells[0] == Cell(25.0)
+    # a leaf that has no unparsed rate says so in the unparsed row
+    bare = Layout("toy", "toy_bench", "Toy", (Column("D", "D", Leaf("t", "acc_map", unparsed=None)),))
+    assert build_table(bare, [r], ci=False).rows[1].cells[0] == Cell(note="acc_map: no unparsed rate")
+    assert build_table(layout, [r], ci=False).rows[1].cells[0].lo is None
