@@ -846,10 +846,10 @@ def test_published_rows_come_last_after_the_chance_row_with_their_notes(monkeypa
     gpt = table.rows[3]
     assert [c.value for c in gpt.cells] == [0.4, None, 0.45, None] and gpt.note == "as printed"
     assert table.notes == [
-        "m (6/8; gen max_new_tokens=16): partial run, 6 of 8 documents of this table's tasks; the published rows "
-        "cover the whole split",
-        "m (6/8; gen max_new_tokens=16): generation settings other than the paper's protocol (the tasks' own "
-        "generation_kwargs): max_new_tokens=16 (protocol 32) on t; not comparable with the published rows",
+        # one row of the model: the notes name it by the model alone
+        "m: partial run, 6 of 8 documents of this table's tasks; the published rows cover the whole split",
+        "m: generation settings other than the paper's protocol (the tasks' own generation_kwargs): "
+        "max_new_tokens=16 (protocol 32) on t; not comparable with the published rows",
         "published rows: - where the paper prints no value",
         "the paper's note",
         "not transcribed: Table 3",
