@@ -365,8 +365,8 @@ def test_merged_chance_rows_are_one_row_when_every_value_agrees():
     def row(*values: float | None) -> Row:
         return Row("x", "chance", [Cell(v) if v is not None else Cell(note="why") for v in values])
 
-    merged = _merged([row(25.0, None, 50.0), row(25.0 + 1e-12, 12.5, None)])
-    assert merged == [Cell(25.0), Cell(12.5), Cell(50.0)]  # each column's first value; 1e-12 is rounding
+    merged = _merged([row(25.0, None, 50.0), row(25.0 + 3e-10, 12.5, None)])
+    assert merged == [Cell(25.0), Cell(12.5), Cell(50.0)]  # each column's first value; 3e-10 is rounding (9 digits)
     assert _merged([row(None), row(None)]) == [Cell(note="why")]
     assert _merged([row(25.0, 50.0), row(25.0, 50.001)]) is None
 
@@ -378,7 +378,7 @@ def test_coverage_sums_documents_and_split_over_the_tables_tasks_with_data():
     tasks = {
         "t": TaskConditions(3, 4, limit=3),
         "u": TaskConditions(2, 5, limit=3),
-        "e": TaskConditions(0, 0, empty=True),  # no documents in the release: not counted
+        "e": TaskConditions(None, None, empty=True),  # no documents in the release (no counts): not counted
         "o": TaskConditions(100, 100),  # not a task of this table
     }
     r = run("a", {"t": {}, "u": {}}, tasks=tasks)
@@ -873,3 +873,59 @@ def test_extra_and_unparsed_rows_carry_the_rows_runs_and_the_ci_of_the_tables_se
     bare = Layout("toy", "toy_bench", "Toy", (Column("D", "D", Leaf("t", "acc_map", unparsed=None)),))
     assert build_table(bare, [r], ci=False).rows[1].cells[0] == Cell(note="acc_map: no unparsed rate")
     assert build_table(layout, [r], ci=False).rows[1].cells[0].lo is None
+
+
+def test_an_empty_cell_of_seeds_says_why_for_the_first_seed():
+    nan = run("a", {"t": {"acc": math.nan}}, seed="1")
+    failed = run("b", {"t": {"acc": math.nan}}, tasks={"t": TaskConditions(4, 4, failed="boom")}, seed="2")
+    assert _cell_for_runs(Leaf("t", "acc"), [nan, failed], 100.0, 0, True) == Cell(
+        note="no value in the results of t (NaN: no document scored)"
+    )
+
+
+def test_a_copy_of_a_run_for_this_tables_tasks_counts_once_whatever_its_other_tasks_hold():
+    a = run("a", {"t": {"acc": 0.5}, "z": {"acc": 0.1}}, seed="1")
+    copy = run("copy", {"t": {"acc": 0.5}, "z": {"acc": 0.9}}, seed="1")  # same numbers on t, other on z
+    groups, notes = group_runs([a, copy], {"t"})
+    assert groups == [[a]] and len(notes) == 1
+
+
+def test_the_rule_share_counts_only_answered_verdicts_and_names_every_llm():
+    tasks = {
+        "j1": TaskConditions(4, 4, judge=Judge("rule", share=1.0, scored=0, failures=4, unparsed=None)),
+        "j2": TaskConditions(4, 4, judge=Judge("llm", model="gpt-b", scored=3, failures=1, unparsed=0)),
+        "j3": TaskConditions(4, 4, judge=Judge("llm", model="gpt-a", scored=4, failures=0, unparsed=0)),
+    }
+    judge = _judge_of(run("a", {}, tasks=tasks), {"j1", "j2", "j3"})
+    # the rule answered none of j1 (4 failures): 0 of 7 answered verdicts are the rule's
+    assert judge.kind == "rule" and judge.share == 0.0
+    assert judge.model == "gpt-a, gpt-b" and (judge.scored, judge.failures, judge.unparsed) == (7, 5, None)
+
+
+def test_the_published_rows_note_on_missing_values_appears_only_when_one_is_missing():
+    def table_with(values: dict[str, float]) -> list[str]:
+        reference = {"scale": 100.0, "table": "Table 1", "rows": [{"model": "GPT", "values": values}]}
+        layout = Layout("toy", "toy_bench", "Toy", LAYOUT.columns[:3], reference="t1")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(tables.references, "table", lambda benchmark, key: reference)
+            mp.setattr(tables.references, "load", lambda benchmark: {"paper": "Toy"})
+            return build_table(layout, [two_task_run()], ci=False).notes
+
+    assert "published rows: - where the paper prints no value" not in table_with({"T": 1.0, "U": 2.0, "Avg.": 1.5})
+    assert "published rows: - where the paper prints no value" in table_with({"T": 1.0, "U": 2.0})
+
+
+def test_seeds_run_with_other_options_name_every_set():
+    a = run("a", {"t": {"acc": 0.5}}, tasks=options({"LMMS_SPATIAL_DORI_SEED": "1"}))
+    b = run("b", {"t": {"acc": 0.25}}, tasks=options({"LMMS_SPATIAL_DORI_SEED": "2"}))
+    notes = build_table(LAYOUT, [a, b], ci=False).notes
+    assert "m: run with LMMS_SPATIAL_DORI_SEED=1 / LMMS_SPATIAL_DORI_SEED=2" in notes
+
+
+def test_a_package_a_row_did_not_record_is_shown_as_a_question_mark():
+    a = run("a", {"t": {"acc": 0.5}}, label="ma", environment={"packages": {"lmms-eval": "0.7.3", "torch": "2.1"}})
+    b = run("b", {"t": {"acc": 0.5}}, label="mb", environment={"packages": {"lmms-eval": "0.7.3"}})
+    assert build_table(LAYOUT, [a, b], ci=False).notes[-1] == (
+        "WARNING: these rows were produced with different software (ma: torch 2.1; mb: torch ?); numbers can move "
+        "with these versions"
+    )
