@@ -725,6 +725,9 @@ def test_a_mean_says_why_for_the_role_asked():
     # the chance level is missing, the value and unparsed rate are not: the chance level's reason
     assert mean.why(r, "chance") == "needs every part; t records no chance level (and 1 other reasons)"
     assert mean.why(r, "unparsed") is None
+    # the value is there, the chance level is not: the chance cell still says why
+    present = run("b", {"t": {"acc": 0.5}})
+    assert Mean((Leaf("t", "acc"),)).why(present, "chance") == "t records no chance level"
 
 
 def test_a_pooled_mean_over_no_document_has_no_reason_to_give():
@@ -845,6 +848,7 @@ def test_published_rows_come_last_after_the_chance_row_with_their_notes(monkeypa
     assert table.rows[0].cells[0].value == 0.75
     gpt = table.rows[3]
     assert [c.value for c in gpt.cells] == [0.4, None, 0.45, None] and gpt.note == "as printed"
+    assert table.rows[4].note == ""  # a published row without a note of its own
     assert table.notes == [
         # one row of the model: the notes name it by the model alone
         "m: partial run, 6 of 8 documents of this table's tasks; the published rows cover the whole split",
@@ -929,3 +933,12 @@ def test_a_package_a_row_did_not_record_is_shown_as_a_question_mark():
         "WARNING: these rows were produced with different software (ma: torch 2.1; mb: torch ?); numbers can move "
         "with these versions"
     )
+
+
+def test_an_llm_judges_share_never_counts_as_the_rules():
+    tasks = {
+        "j1": TaskConditions(2, 2, judge=Judge("rule", share=1.0, scored=2, failures=0, unparsed=0)),
+        "j2": TaskConditions(2, 2, judge=Judge("llm", model="gpt", share=0.5, scored=2, failures=0, unparsed=0)),
+    }
+    # the rule's 2 of 4 answered verdicts: 0.5 (the LLM judge's own share field is not the rule's)
+    assert _judge_of(run("a", {}, tasks=tasks), {"j1", "j2"}).share == 0.5
