@@ -213,7 +213,8 @@ GROUPS = (
         ),
     ),
     # the report's cells: means over seeds, bootstrap CIs, n/N and the other row marks, chance and unparsed rows, which
-    # column a metric goes in, missing cells and why (the tests that write plots or compile LaTeX are left out)
+    # column a metric goes in, missing cells and why; left out: test_report_ci.py (a CLI report with plots per
+    # mutant; its CIs are pinned in-process by test_tables_units.py) and test_mmsi_diagnosis.py (an lmms-eval run)
     Group(
         "report_tables",
         ("lmms_spatial/reports/tables.py",),
