@@ -212,6 +212,21 @@ GROUPS = (
             "tests/reports/test_report_environment.py",
         ),
     ),
+    # the report's cells: means over seeds, bootstrap CIs, n/N and the other row marks, chance and unparsed rows, which
+    # column a metric goes in, missing cells and why; left out: test_report_ci.py (a CLI report with plots per
+    # mutant; its CIs are pinned in-process by test_tables_units.py) and test_mmsi_diagnosis.py (an lmms-eval run)
+    Group(
+        "report_tables",
+        ("lmms_spatial/reports/tables.py",),
+        (
+            "tests/reports/test_tables_units.py",
+            "tests/reports/test_report_tables.py",
+            "tests/reports/test_report_conditions.py",
+            "tests/reports/test_layouts.py",
+            "tests/reports/test_report_api_images_and_empty_tasks.py",
+            "tests/reports/test_report_environment.py",
+        ),
+    ),
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
