@@ -46,13 +46,15 @@ def _noise(width: int, height: int, seed: int = 0) -> Image.Image:
         ("512*1024", (1024, 512)),
         ("512,1024", (1024, 512)),
         ("512 x 1024", (1024, 512)),
+        ("1x5", (5, 1)),  # one pixel is a size
+        ("5x1", (1, 5)),
     ],
 )
 def test_a_resize_is_height_by_width_in_each_spelling(value, size):
     assert parse_size(value) == size
 
 
-@pytest.mark.parametrize("value", [[1, 2, 3], "512x", "x1024", "512x1024x3", "a512x1024", "512x1024b"])
+@pytest.mark.parametrize("value", [[1, 2, 3], "12", 12, "512x", "x1024", "512x1024x3", "a512x1024", "512x1024b"])
 def test_a_resize_that_is_not_two_numbers_is_refused_naming_the_form(value):
     with pytest.raises(ValueError, match=r"^resize must be HEIGHTxWIDTH such as '512x1024', got "):
         parse_size(value)
@@ -74,6 +76,7 @@ def test_a_resize_with_a_zero_or_negative_side_is_refused(value):
         ("full", None),
         ("0", None),  # 0 switches the cap off rather than asking for an empty image
         (524288, 524288),
+        ("1", 1),
         ("1_000_000", 1_000_000),  # underscores as thousands separators
         ("1e6", 1_000_000),
         (" 2.5e3 ", 2500),
@@ -177,6 +180,8 @@ def test_a_rounding_that_overshoots_takes_one_pixel_off_the_short_side_until_it_
     assert ResolutionCap(max_pixels=11).target_size(6, 5) == (2, 2)
     # 7 x 5 under 23: sqrt(23 / 35) * 5 = 4.05 -> 4 x round(5.6) = 6: 24 > 23; 3 x round(4.2) = 4: 12 fit
     assert ResolutionCap(max_pixels=23).target_size(7, 5) == (4, 3)
+    # 7 x 4 under 7: sqrt(7 / 28) * 4 = 2 -> 2 x round(3.5) = 4: 8 > 7; 1 x round(1.75) = 2: 2 fit
+    assert ResolutionCap(max_pixels=7).target_size(7, 4) == (2, 1)
 
 
 def test_a_side_never_goes_below_one_pixel():
@@ -185,6 +190,8 @@ def test_a_side_never_goes_below_one_pixel():
     assert ResolutionCap(max_pixels=1).target_size(12000, 6000) == (2, 1)
     # 100 x 1 under 50: short 1, long min(100, round(1 * 100)) = 100 > 50: the long side is not cut alone
     assert ResolutionCap(max_pixels=50).target_size(100, 1) == (100, 1)
+    # 4 x 3 under 1: short max(1, int(0.87)) = 1, long round(1 * 4 / 3) = 1: one pixel
+    assert ResolutionCap(max_pixels=1).target_size(4, 3) == (1, 1)
 
 
 def test_a_scale_that_lands_a_hair_below_a_whole_pixel_counts_as_that_pixel():
@@ -241,9 +248,13 @@ def test_an_unusable_image_value_names_the_document_the_field_and_why(value, pro
 
 
 def test_an_unusable_value_without_a_document_id_says_so():
+    for call in (open_erp, decode_erp):
+        with pytest.raises(BadDocumentError) as caught:
+            call(12)
+        assert (caught.value.doc_id, caught.value.field) == ("<no id>", "image")
     with pytest.raises(BadDocumentError) as caught:
-        decode_erp(12)
-    assert (caught.value.doc_id, caught.value.field) == ("<no id>", "image")
+        decode_erp(12, doc_id="d1", field="pano")  # the decode passes its names on to the opening
+    assert (caught.value.doc_id, caught.value.field) == ("d1", "pano")
 
 
 def test_a_truncated_file_fails_while_decoding_naming_the_document_and_field():
@@ -356,6 +367,8 @@ def test_a_pixel_box_passes_its_margin_and_limits_on_and_defaults_to_the_paper_s
         (135, 0, "back-right"),
         (-135, 0, "back-left"),
         (-45, 0, "front-left"),
+        (-23, 0, "front-left"),  # 337 / 45 + 0.5 = 7.99: index 7 (one degree more, 338, would be 8: front)
+        (383, 0, "front-right"),  # 383 - 360 = 23: 23 / 45 + 0.5 = 1.01: index 1
     ],
 )
 def test_direction_words_at_their_boundaries(theta, phi, words):
@@ -397,6 +410,17 @@ def test_the_rotation_passes_each_turning_point_on_a_frame():
         (2.5, 0.0, 90.0),
         (3.0, 0.0, 0.0),
     ]
+
+
+def test_the_rotation_turns_up_only_after_a_full_turn_and_down_only_after_the_top():
+    # 1260 frames over 630°: 0.5° a frame; frame 720 is 360° (front, level), 721 is 360.5°: looking up by 0.5°;
+    # frame 900 is 450° (straight up), 901 is 450.5°: 0.5° past the top, coming down
+    frames = proj.rotation_schedule(1260.0, 1.0)
+    assert frames[719] == (719.0, -0.5, 0.0)  # 359.5° of yaw: wrapped to -0.5
+    assert frames[720] == (720.0, 0.0, 0.0)
+    assert frames[721] == (721.0, 0.0, 0.5)
+    assert frames[900] == (900.0, 0.0, 90.0)
+    assert frames[901] == (901.0, 0.0, 89.5)
 
 
 def test_a_rotation_too_short_for_one_frame_has_one_and_times_are_rounded_to_microseconds():
@@ -446,6 +470,18 @@ def test_the_level_keeps_the_oversampling_asked_for():
     assert proj.choose_level(64, 64, view, oversample=1.0) == 3  # 64 -> 32 -> 16 -> 8 (>= 6.28); 4 < 6.28
     assert proj.choose_level(64, 64, view, oversample=2.0) == 2  # needs 12.57: 16 yes, 8 no
     assert proj.choose_level(64, 64, view, oversample=0.5) == 4  # needs 3.14: 4 yes, 2 no
+
+
+def test_the_level_halves_whole_pixels_and_an_erp_exactly_as_wide_as_needed_is_enough():
+    view = proj.View("v", 0, 0, 90, (2, 2))
+    # 13 px: 13 // 2 = 6 < 6.28 needed (half of 13 would be 6.5, enough): no level to drop to
+    assert proj.choose_level(13, 64, view) == 0
+    # oversample chosen so that exactly 990 px of width are needed: a 1980-px ERP halves to 990, just enough
+    oversample = 990 / (proj._focal_px_per_degree(view) * 360.0)
+    assert oversample * proj._focal_px_per_degree(view) * 360.0 == 990.0  # exact in floating point
+    assert proj.choose_level(1980, 1980, view, oversample) == 1
+    # 999.9 px needed over 360° (1002.7 if the turn were 361°): 1000 px is enough
+    assert proj.choose_level(2000, 2000, view, 999.9 / (proj._focal_px_per_degree(view) * 360.0)) == 1
 
 
 def test_the_projector_takes_an_array_or_any_image_mode_and_keeps_one_copy_per_level():
