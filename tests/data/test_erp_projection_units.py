@@ -78,6 +78,7 @@ def test_a_resize_with_a_zero_or_negative_side_is_refused(value):
         (524288, 524288),
         ("1", 1),
         ("1_000_000", 1_000_000),  # underscores as thousands separators
+        ("2__000_", 2000),  # all dropped (Python's float() alone reads only single ones between digits)
         ("1e6", 1_000_000),
         (" 2.5e3 ", 2500),
         ("1024x512", 524288),  # a product: 1024 * 512
@@ -182,6 +183,14 @@ def test_a_rounding_that_overshoots_takes_one_pixel_off_the_short_side_until_it_
     assert ResolutionCap(max_pixels=23).target_size(7, 5) == (4, 3)
     # 7 x 4 under 7: sqrt(7 / 28) * 4 = 2 -> 2 x round(3.5) = 4: 8 > 7; 1 x round(1.75) = 2: 2 fit
     assert ResolutionCap(max_pixels=7).target_size(7, 4) == (2, 1)
+
+
+def test_the_short_side_is_the_scaled_one_rounded_down_not_the_largest_that_fits():
+    # 5 x 3 under 6 pixels: short int(3 * sqrt(6 / 15)) = int(1.897) = 1, long round(1 * 5 / 3) = 2: 2 x 1
+    # (3 x 2 would fit too; the formula, not a search, decides)
+    assert ResolutionCap(max_pixels=6).target_size(5, 3) == (2, 1)
+    # long side at most 3: short int(3 * 3 / 5) = int(1.8) = 1, long 2
+    assert ResolutionCap(max_side=3).target_size(5, 3) == (2, 1)
 
 
 def test_a_side_never_goes_below_one_pixel():
@@ -343,6 +352,7 @@ def test_a_pixel_box_passes_its_margin_and_limits_on_and_defaults_to_the_paper_s
     # cx = 5 / 1000 -> θ = -180 + 0.005 * 360 = -178.2; cy = 2.5 / 500 -> φ = 90 - 0.005 * 180 = 89.1
     assert (crop.theta, crop.phi, crop.fov_w, crop.fov_h, crop.fov) == pytest.approx((-178.2, 89.1, 3.6, 1.8, 30.0))
     assert proj.box_to_crop_pixels((0, 0, 10, 5), 1000, 500).fov == 30.0  # 3.6 + 10 = 13.6 -> 30
+    assert proj.box_to_crop_pixels((0, 0, 500, 250), 1000, 500).fov == 120.0  # 180 + 10 = 190 -> 120
 
 
 @pytest.mark.parametrize(
@@ -434,18 +444,19 @@ def test_a_rotation_too_short_for_one_frame_has_one_and_times_are_rounded_to_mic
 
 
 def test_the_padding_wraps_columns_round_the_seam_and_rows_over_the_poles():
-    array = np.arange(8, dtype=np.uint8).reshape(2, 4)  # [[0 1 2 3], [4 5 6 7]]
+    array = np.arange(12, dtype=np.uint8).reshape(3, 4)  # [[0 1 2 3], [4 5 6 7], [8 9 10 11]]
     padded = proj._pad(array)
-    # the row above the top is the top row turned half way round (w // 2 = 2): [2 3 0 1]; below: [6 7 4 5];
-    # the left border column is the last image column (wrapped), the right border the first
+    # the row above the top is the top row turned half way round (w // 2 = 2): [2 3 0 1]; below the bottom:
+    # [10 11 8 9]; the left border column is the last image column (wrapped), the right border the first
     assert padded.tolist() == [
         [1, 2, 3, 0, 1, 2],
         [3, 0, 1, 2, 3, 0],
         [7, 4, 5, 6, 7, 4],
-        [5, 6, 7, 4, 5, 6],
+        [11, 8, 9, 10, 11, 8],
+        [9, 10, 11, 8, 9, 10],
     ]
     rgb = np.stack([array, array + 10, array + 20], axis=-1)
-    assert proj._pad(rgb).shape == (4, 6, 3) and np.array_equal(proj._pad(rgb)[..., 2], padded + 20)
+    assert proj._pad(rgb).shape == (5, 6, 3) and np.array_equal(proj._pad(rgb)[..., 2], padded + 20)
 
 
 def test_pixels_per_degree_at_the_centre_of_a_view():
