@@ -212,6 +212,13 @@ GROUPS = (
             "tests/reports/test_report_environment.py",
         ),
     ),
+    # how a 360° panorama is decoded (resolution caps, sizes) and projected to views (which ERP pixel a direction
+    # samples, the wrap at the seam, the resolution level), and Omni-CoT's box -> crop rule
+    Group(
+        "erp_projection",
+        ("lmms_spatial/data/erp_image.py", "lmms_spatial/data/projection.py"),
+        ("tests/data/test_erp_image.py", "tests/data/test_projection.py", "tests/data/test_erp_projection_units.py"),
+    ),
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
