@@ -155,6 +155,14 @@ def test_a_long_lower_case_letter_reading_is_not_a_letter():
         conv.resolve_answer("b: blue", OPTIONS, False, "gt")
 
 
+def test_a_lower_case_letter_counts_as_a_letter_up_to_three_characters():
+    # "(b)" is 3 characters: the letter B; "b)up" is 4: lower case and longer than 3, so not read as a letter even
+    # though "up" is option B's text, and "b up" (its normalised text) is no option's
+    assert conv.resolve_answer("(b)", OPTIONS, False, "answer") == "B"
+    with pytest.raises(_RowError, match=r"^answer 'b\)up' is neither a letter, an index nor the text of one of 3"):
+        conv.resolve_answer("b)up", ["red", "up", "green"], False, "answer")
+
+
 @pytest.mark.parametrize(
     ("value", "one_based", "message"),
     [
@@ -203,6 +211,43 @@ def test_the_task_a_file_name_names():
     assert conv._file_task(Path("QAs/View_Orientation.jsonl"), stems) == "egocentric_view_orientation"
     assert conv._file_task(Path("QAs/view_orientation.jsonl"), {"view_orientation"}) is None
     assert conv._file_task(Path("QAs/misc.jsonl"), stems) is None
+
+
+def test_an_allocentric_file_in_another_folder_does_not_make_view_orientation_egocentric(tmp_path):
+    # QAs/set1/view_orientation.jsonl has no allocentric file beside it (only in QAs/set2/): it may hold both view
+    # orientation tasks, so its task-less row is refused; the allocentric file's row is allocentric
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "set1" / "view_orientation.jsonl", [_row(id="v1")])
+    _jsonl(tmp_path / "QAs" / "set2" / "allocentric.jsonl", [_row(id="a1")])
+    result = conv.collect(tmp_path)
+    assert [(r["id"], r["task"]) for r in result.rows] == [("a1", "allocentric_view_orientation")]
+    assert [(p.line, p.field) for p in result.problems] == [(1, "task")]
+    assert "view_orientation.jsonl" in result.problems[0].file
+
+
+def test_a_qa_file_saved_with_a_byte_order_mark_reads_from_its_first_line(tmp_path):
+    # Windows editors write UTF-8 with a BOM (EF BB BF): the first row must still parse
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    path = tmp_path / "QAs" / "existence.jsonl"
+    _jsonl(path, [_row(id="b1"), _row(id="b2", answer="no")])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [(r["id"], r["answer"]) for r in conv.collect(tmp_path).rows] == [("b1", "Yes"), ("b2", "No")]
+    listed = tmp_path / "list.json"
+    listed.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"a": 1}]).encode())
+    assert list(conv.read_qa_file(listed)) == [(1, {"a": 1})]
+
+
+def test_an_empty_field_gives_way_to_the_next_spelling(tmp_path):
+    # "" counts as absent: the answer comes from "gt", the image from "image_path", the question from "query",
+    # the id from "qid"
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    row = {"id": "", "qid": "q9", "image": "", "image_path": "p.jpg", "question": "", "query": "Is it?",
+           "answer": "", "gt": "no"}  # fmt: skip
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [row])
+    (converted,) = conv.collect(tmp_path).rows
+    assert (converted["id"], converted["question"], converted["answer"]) == ("q9", "Is it?", "No")
+    assert conv._first({"answer": "", "gt": 0}, conv.ANSWER_KEYS) == ("gt", 0)  # 0 is a value, not absent
+    assert conv._first({"answer": None, "gt": ""}, conv.ANSWER_KEYS) == (None, None)
 
 
 def test_a_row_task_field_wins_over_the_file_name(tmp_path):
