@@ -143,6 +143,21 @@ def test_an_answer_in_each_spelling_is_its_letter(value, one_based, letter):
     assert conv.resolve_answer(value, OPTIONS, one_based, "answer") == letter
 
 
+@pytest.mark.parametrize(
+    ("value", "one_based", "message"),
+    [
+        (True, False, "boolean answer True for a multiple-choice question"),
+        (4, True, "answer index 4 out of range for 3 options"),
+        ("E", False, "answer letter 'E' out of range for 3 options"),
+        ("x" * 100, False, f"answer {'x' * 80!r} is neither a letter, an index nor the text of one of 3 options"),
+    ],
+)
+def test_a_refused_answer_names_the_key_it_came_from_and_at_most_80_characters_of_it(value, one_based, message):
+    with pytest.raises(_RowError) as caught:
+        conv.resolve_answer(value, OPTIONS, one_based, "gt")
+    assert (caught.value.field, caught.value.problem) == ("gt", message)
+
+
 def test_a_letter_whose_text_names_another_option_is_read_as_that_text():
     # "A. blue": the letter says A, the text says B; the text of an option decides only when it matches one
     with pytest.raises(_RowError, match=r"^answer 'A\. blue' is neither a letter, an index nor the text of one of 3"):
@@ -280,6 +295,19 @@ def test_the_qa_folder_is_found_by_its_usual_names_or_below(tmp_path):
     assert conv.find_qa_dir(tmp_path) == tmp_path / "QAs"
     with pytest.raises(FileNotFoundError, match=r"no QAs/ folder; pass --qa-dir$"):
         conv.find_qa_dir(tmp_path / "data" / "qa")
+
+
+@pytest.mark.parametrize("name", ["QAs", "qas", "QA", "qa"])
+def test_a_qa_folder_of_a_usual_name_at_the_top_wins_over_one_deeper_that_sorts_first(tmp_path, name):
+    # "A/qa" sorts before every top-level name ("A" < "Q" < "q"): only the top-level check finds the top folder
+    (tmp_path / "A" / "qa").mkdir(parents=True)
+    (tmp_path / name).mkdir()
+    assert conv.find_qa_dir(tmp_path) == tmp_path / name
+
+
+def test_a_qa_folder_below_the_top_is_found_whatever_its_case(tmp_path):
+    (tmp_path / "release" / "QAs").mkdir(parents=True)
+    assert conv.find_qa_dir(tmp_path) == tmp_path / "release" / "QAs"
 
 
 def test_a_json_qa_file_holds_a_list_or_one_under_a_known_key(tmp_path):
