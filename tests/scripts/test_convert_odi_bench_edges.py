@@ -120,6 +120,33 @@ def test_options_that_cannot_be_read_are_refused(row, message):
         conv.parse_options(row)
 
 
+LONG_LIST = [["x"] * 60]  # not strings; its repr is 2 + 60 * 3 + 59 * 2 + 2 = 302 characters
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "problem"),
+    [
+        ({"A": "red", "C": "blue"}, "options", "separate option keys ['A', 'C'] are not A, B, C, ... in order"),
+        ({"choices": {"A": "x", "C": "y"}}, "choices", "option keys ['A', 'C'] are not A, B, C, ... in order"),
+        # the message is cut at 200 characters, the text quoted in it at 120
+        ({"options": LONG_LIST}, "options", f"options must be strings, got {LONG_LIST!r}"[:200]),
+        ({"options": "r" * 130}, "options", f"cannot split options text {'r' * 120!r} into A., B., ..."),
+        ({"candidates": 3}, "candidates", "unsupported options value of type int"),
+    ],
+)
+def test_refused_options_name_the_key_they_came_from(row, field, problem):
+    with pytest.raises(_RowError) as caught:
+        conv.parse_options(row)
+    assert (caught.value.field, caught.value.problem) == (field, problem)
+    assert len(f"options must be strings, got {LONG_LIST!r}") == 29 + 302  # so the cut at 200 shows
+
+
+def test_options_text_with_two_options_and_doubled_separators():
+    # two options are enough; a separator doubled before the next letter (";;", ",,") or left at the end is dropped
+    assert conv.parse_options({"options": "A. yes\nB. no"}) == ("options", ["yes", "no"])
+    assert conv.parse_options({"options": "A. red;; B. blue,, C. green;"}) == ("options", ["red", "blue", "green"])
+
+
 OPTIONS = ["red", "blue", "green"]
 
 
