@@ -370,6 +370,40 @@ def test_more_options_than_letters_are_refused(tmp_path):
     assert (problem.field, problem.problem) == ("options", "17 options; at most 16 supported")
 
 
+def test_sixteen_options_one_per_letter_are_read(tmp_path):
+    # LETTERS holds 16 letters (A..P): a question with 16 options is read; answer index 15 (0-based: the file's
+    # only index is not the option count) is its last option, P
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "counting.jsonl", [_row(options=[f"n{i}" for i in range(16)], answer=15)])
+    (row,) = conv.collect(tmp_path).rows
+    assert (len(row["options"]), row["answer"], row["answer_text"]) == (16, "P", "n15")
+
+
+def test_a_yes_no_row_without_an_open_answer_has_its_yes_or_no_as_the_answer_text(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id="y", answer="true"), _row(id="n", answer="0")])
+    result = conv.collect(tmp_path)
+    assert [(r["id"], r["answer"], r["answer_text"]) for r in result.rows] == [("y", "Yes", "Yes"), ("n", "No", "No")]
+    assert result.derived_answer_text == 2
+
+
+def test_only_json_and_jsonl_files_are_read_as_question_files(tmp_path):
+    # a README and a folder named like a QA file are not question files; a .JSON file is one
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    (tmp_path / "QAs" / "old.jsonl").mkdir(parents=True)
+    (tmp_path / "QAs" / "README.md").write_text("not JSON")
+    (tmp_path / "QAs" / "counting.JSON").write_text(json.dumps([_row(id="c1", answer="no")]))
+    assert [(r["id"], r["task"]) for r in conv.collect(tmp_path).rows] == [("c1", "counting")]
+
+
+def test_a_qa_folder_without_question_files_is_named(tmp_path):
+    (tmp_path / "QAs").mkdir()
+    (tmp_path / "QAs" / "notes.txt").write_text("x")
+    with pytest.raises(FileNotFoundError) as caught:
+        conv.collect(tmp_path)
+    assert str(caught.value) == f"{tmp_path / 'QAs'}: no .jsonl / .json QA files"
+
+
 # --- writing ------------------------------------------------------------------------------------------
 
 
