@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -234,6 +235,14 @@ def test_a_file_is_one_based_when_no_index_is_zero_and_one_reaches_the_option_co
     assert conv._one_based([(1, {"answer": "B"}), (2, "not a row"), (3, {"answer": True})]) is False  # no index
 
 
+def test_rows_that_give_no_index_are_skipped_not_the_end_of_the_file_s_indices():
+    index_row = (9, {"options": ["a", "b"], "answer": 2})  # 1-based on its own: no 0, reaches 2 options
+    assert conv._one_based([(1, "not a row"), index_row]) is True
+    assert conv._one_based([(1, {"options": ["a", "b"], "answer": "B"}), index_row]) is True  # a letter
+    assert conv._one_based([(1, {"options": {"A": "x", "C": "y"}, "answer": 1}), index_row]) is True  # bad options
+    assert conv._one_based([(1, {"options": ["only"], "answer": 1})]) is True  # one option, index 1: its count
+
+
 def test_a_one_based_file_reads_its_indices_from_one(tmp_path):
     _jpg(tmp_path / "p.jpg", (1, 1, 1))
     rows = [{"id": "a", "image": "p.jpg", "question": "q", "options": ["x", "y"], "answer": 2},
@@ -308,6 +317,15 @@ def test_ids_shared_by_two_files_are_prefixed_with_their_task(tmp_path):
         ("existence_1", "Yes"), ("counting_1", "No"), ("counting_counting_2", "No")]  # fmt: skip
 
 
+def test_at_most_ten_repeated_ids_are_named(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=f"d{i:02d}") for i in range(12)] * 2)
+    with pytest.raises(conv.ConversionError) as caught:
+        conv.collect(tmp_path)
+    named = [f"existence_d{i:02d}" for i in range(10)]  # 12 repeated, sorted, the first 10 named
+    assert str(caught.value) == f"duplicate question ids within a task: {named}"
+
+
 def test_an_id_repeated_within_one_task_is_refused(tmp_path):
     _jpg(tmp_path / "p.jpg", (1, 1, 1))
     _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=7), _row(id=7)])
@@ -347,6 +365,24 @@ def test_a_json_qa_file_holds_a_list_or_one_under_a_known_key(tmp_path):
     jsonl = tmp_path / "y.jsonl"
     jsonl.write_text('{"a": 1}\n\n{"a": 2}\n')
     assert list(conv.read_qa_file(jsonl)) == [(1, {"a": 1}), (3, {"a": 2})]
+
+
+@pytest.mark.parametrize("key", ["data", "questions", "qas", "items"])
+def test_a_json_qa_file_may_hold_its_rows_under_each_known_key(tmp_path, key):
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"meta": [0], key: [{"a": 1}]}))
+    assert list(conv.read_qa_file(path)) == [(1, {"a": 1})]
+
+
+def test_a_qa_file_that_is_not_json_is_named_with_its_line(tmp_path):
+    jsonl = tmp_path / "y.jsonl"
+    jsonl.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(conv.ConversionError, match=rf"^{re.escape(str(jsonl))}:2: not valid JSON \(Expecting value"):
+        list(conv.read_qa_file(jsonl))
+    listed = tmp_path / "z.json"
+    listed.write_text("[1,")
+    with pytest.raises(conv.ConversionError, match=rf"^{re.escape(str(listed))}: not valid JSON \(Expecting value"):
+        list(conv.read_qa_file(listed))
 
 
 def test_a_row_without_a_question_image_or_answer_names_what_was_looked_for(tmp_path):
