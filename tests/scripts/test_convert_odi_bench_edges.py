@@ -79,6 +79,22 @@ def test_an_image_nowhere_or_outside_or_empty_is_refused(tmp_path):
         index.resolve("  ", qa)
 
 
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("  ", "empty"),
+        ("../p.jpg", "'../p.jpg' points outside the input folder {root!r}"),
+        ("q.jpg", "no image file 'q.jpg' under {root}"),
+        ("p.jpg/../../x.jpg", "'p.jpg/../../x.jpg' points outside the input folder {root!r}"),
+    ],
+)
+def test_a_refused_image_is_a_problem_of_the_image_field_naming_the_folder(tmp_path, value, problem):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    with pytest.raises(_RowError) as caught:
+        conv.ImageIndex(tmp_path).resolve(value, tmp_path / "QAs" / "x.jsonl")
+    assert (caught.value.field, caught.value.problem) == ("image", problem.format(root=str(tmp_path)))
+
+
 def test_files_that_are_not_images_are_not_indexed(tmp_path):
     (tmp_path / "p.txt").write_text("x")
     _jpg(tmp_path / "p.jpeg", (1, 1, 1))
