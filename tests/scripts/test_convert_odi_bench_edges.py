@@ -162,6 +162,8 @@ def test_options_text_with_two_options_and_doubled_separators():
     # two options are enough; a separator doubled before the next letter (";;", ",,") or left at the end is dropped
     assert conv.parse_options({"options": "A. yes\nB. no"}) == ("options", ["yes", "no"])
     assert conv.parse_options({"options": "A. red;; B. blue,, C. green;"}) == ("options", ["red", "blue", "green"])
+    # only separators are dropped from an option's end: "iPhone X" keeps its X
+    assert conv.parse_options({"options": "A. iPhone X;; B. Pixel 8"}) == ("options", ["iPhone X", "Pixel 8"])
 
 
 OPTIONS = ["red", "blue", "green"]
