@@ -74,7 +74,7 @@ def test_each_group_is_mutated_against_its_own_tests_and_only_its_tests_enter_it
 
 def test_each_converter_is_mutated_against_its_own_test_files_only():
     """A converter's mutants run its two test files, not the other converters' (CPU is scarce: issue 42)."""
-    for bench in ("osr_bench", "mmperspective", "dori"):
+    for bench in ("osr_bench", "mmperspective", "dori", "odi_bench"):
         group = mutation.group_of(f"tasks/{bench}/convert.py")
         assert group.tests == (f"tests/scripts/test_convert_{bench}.py", f"tests/scripts/test_convert_{bench}_edges.py")
         assert all((REPO / test).is_file() for test in group.tests)

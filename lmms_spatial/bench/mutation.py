@@ -166,6 +166,11 @@ GROUPS = (
         ("tasks/dori/convert.py",),
         ("tests/scripts/test_convert_dori.py", "tests/scripts/test_convert_dori_edges.py"),
     ),
+    Group(
+        "convert_odi_bench",
+        ("tasks/odi_bench/convert.py",),
+        ("tests/scripts/test_convert_odi_bench.py", "tests/scripts/test_convert_odi_bench_edges.py"),
+    ),
     # the judge: what part of a reply is the verdict, retries and refusals, the verdict cache's keys and read-back
     Group(
         "judge",
@@ -227,8 +232,13 @@ GROUPS = (
             "tests/reports/test_report_environment.py",
         ),
     ),
-    # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
-    # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
+    # how a 360° panorama is decoded (resolution caps, sizes) and projected to views (which ERP pixel a direction
+    # samples, the wrap at the seam, the resolution level), and Omni-CoT's box -> crop rule
+    Group(
+        "erp_projection",
+        ("lmms_spatial/data/erp_image.py", "lmms_spatial/data/projection.py"),
+        ("tests/data/test_erp_image.py", "tests/data/test_projection.py", "tests/data/test_erp_projection_units.py"),
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -78,6 +79,22 @@ def test_an_image_nowhere_or_outside_or_empty_is_refused(tmp_path):
         index.resolve("  ", qa)
 
 
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("  ", "empty"),
+        ("../p.jpg", "'../p.jpg' points outside the input folder {root!r}"),
+        ("q.jpg", "no image file 'q.jpg' under {root}"),
+        ("p.jpg/../../x.jpg", "'p.jpg/../../x.jpg' points outside the input folder {root!r}"),
+    ],
+)
+def test_a_refused_image_is_a_problem_of_the_image_field_naming_the_folder(tmp_path, value, problem):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    with pytest.raises(_RowError) as caught:
+        conv.ImageIndex(tmp_path).resolve(value, tmp_path / "QAs" / "x.jsonl")
+    assert (caught.value.field, caught.value.problem) == ("image", problem.format(root=str(tmp_path)))
+
+
 def test_files_that_are_not_images_are_not_indexed(tmp_path):
     (tmp_path / "p.txt").write_text("x")
     _jpg(tmp_path / "p.jpeg", (1, 1, 1))
@@ -120,6 +137,35 @@ def test_options_that_cannot_be_read_are_refused(row, message):
         conv.parse_options(row)
 
 
+LONG_LIST = [["x"] * 60]  # not strings; its repr is 2 + 60 * 3 + 59 * 2 + 2 = 302 characters
+
+
+@pytest.mark.parametrize(
+    ("row", "field", "problem"),
+    [
+        ({"A": "red", "C": "blue"}, "options", "separate option keys ['A', 'C'] are not A, B, C, ... in order"),
+        ({"choices": {"A": "x", "C": "y"}}, "choices", "option keys ['A', 'C'] are not A, B, C, ... in order"),
+        # the message is cut at 200 characters, the text quoted in it at 120
+        ({"options": LONG_LIST}, "options", f"options must be strings, got {LONG_LIST!r}"[:200]),
+        ({"options": "r" * 130}, "options", f"cannot split options text {'r' * 120!r} into A., B., ..."),
+        ({"candidates": 3}, "candidates", "unsupported options value of type int"),
+    ],
+)
+def test_refused_options_name_the_key_they_came_from(row, field, problem):
+    with pytest.raises(_RowError) as caught:
+        conv.parse_options(row)
+    assert (caught.value.field, caught.value.problem) == (field, problem)
+    assert len(f"options must be strings, got {LONG_LIST!r}") == 29 + 302  # so the cut at 200 shows
+
+
+def test_options_text_with_two_options_and_doubled_separators():
+    # two options are enough; a separator doubled before the next letter (";;", ",,") or left at the end is dropped
+    assert conv.parse_options({"options": "A. yes\nB. no"}) == ("options", ["yes", "no"])
+    assert conv.parse_options({"options": "A. red;; B. blue,, C. green;"}) == ("options", ["red", "blue", "green"])
+    # only separators are dropped from an option's end: "iPhone X" keeps its X
+    assert conv.parse_options({"options": "A. iPhone X;; B. Pixel 8"}) == ("options", ["iPhone X", "Pixel 8"])
+
+
 OPTIONS = ["red", "blue", "green"]
 
 
@@ -143,6 +189,21 @@ def test_an_answer_in_each_spelling_is_its_letter(value, one_based, letter):
     assert conv.resolve_answer(value, OPTIONS, one_based, "answer") == letter
 
 
+@pytest.mark.parametrize(
+    ("value", "one_based", "message"),
+    [
+        (True, False, "boolean answer True for a multiple-choice question"),
+        (4, True, "answer index 4 out of range for 3 options"),
+        ("E", False, "answer letter 'E' out of range for 3 options"),
+        ("x" * 100, False, f"answer {'x' * 80!r} is neither a letter, an index nor the text of one of 3 options"),
+    ],
+)
+def test_a_refused_answer_names_the_key_it_came_from_and_at_most_80_characters_of_it(value, one_based, message):
+    with pytest.raises(_RowError) as caught:
+        conv.resolve_answer(value, OPTIONS, one_based, "gt")
+    assert (caught.value.field, caught.value.problem) == ("gt", message)
+
+
 def test_a_letter_whose_text_names_another_option_is_read_as_that_text():
     # "A. blue": the letter says A, the text says B; the text of an option decides only when it matches one
     with pytest.raises(_RowError, match=r"^answer 'A\. blue' is neither a letter, an index nor the text of one of 3"):
@@ -153,6 +214,14 @@ def test_a_long_lower_case_letter_reading_is_not_a_letter():
     # "b: blue" (lower case, longer than 3) is not taken as a letter... but its text is not an option either
     with pytest.raises(_RowError, match=r"^answer 'b: blue' is neither"):
         conv.resolve_answer("b: blue", OPTIONS, False, "gt")
+
+
+def test_a_lower_case_letter_counts_as_a_letter_up_to_three_characters():
+    # "(b)" is 3 characters: the letter B; "b)up" is 4: lower case and longer than 3, so not read as a letter even
+    # though "up" is option B's text, and "b up" (its normalised text) is no option's
+    assert conv.resolve_answer("(b)", OPTIONS, False, "answer") == "B"
+    with pytest.raises(_RowError, match=r"^answer 'b\)up' is neither a letter, an index nor the text of one of 3"):
+        conv.resolve_answer("b)up", ["red", "up", "green"], False, "answer")
 
 
 @pytest.mark.parametrize(
@@ -184,6 +253,14 @@ def test_a_file_is_one_based_when_no_index_is_zero_and_one_reaches_the_option_co
     assert conv._one_based([(1, {"answer": "B"}), (2, "not a row"), (3, {"answer": True})]) is False  # no index
 
 
+def test_rows_that_give_no_index_are_skipped_not_the_end_of_the_file_s_indices():
+    index_row = (9, {"options": ["a", "b"], "answer": 2})  # 1-based on its own: no 0, reaches 2 options
+    assert conv._one_based([(1, "not a row"), index_row]) is True
+    assert conv._one_based([(1, {"options": ["a", "b"], "answer": "B"}), index_row]) is True  # a letter
+    assert conv._one_based([(1, {"options": {"A": "x", "C": "y"}, "answer": 1}), index_row]) is True  # bad options
+    assert conv._one_based([(1, {"options": ["only"], "answer": 1})]) is True  # one option, index 1: its count
+
+
 def test_a_one_based_file_reads_its_indices_from_one(tmp_path):
     _jpg(tmp_path / "p.jpg", (1, 1, 1))
     rows = [{"id": "a", "image": "p.jpg", "question": "q", "options": ["x", "y"], "answer": 2},
@@ -205,6 +282,43 @@ def test_the_task_a_file_name_names():
     assert conv._file_task(Path("QAs/misc.jsonl"), stems) is None
 
 
+def test_an_allocentric_file_in_another_folder_does_not_make_view_orientation_egocentric(tmp_path):
+    # QAs/set1/view_orientation.jsonl has no allocentric file beside it (only in QAs/set2/): it may hold both view
+    # orientation tasks, so its task-less row is refused; the allocentric file's row is allocentric
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "set1" / "view_orientation.jsonl", [_row(id="v1")])
+    _jsonl(tmp_path / "QAs" / "set2" / "allocentric.jsonl", [_row(id="a1")])
+    result = conv.collect(tmp_path)
+    assert [(r["id"], r["task"]) for r in result.rows] == [("a1", "allocentric_view_orientation")]
+    assert [(p.line, p.field) for p in result.problems] == [(1, "task")]
+    assert "view_orientation.jsonl" in result.problems[0].file
+
+
+def test_a_qa_file_saved_with_a_byte_order_mark_reads_from_its_first_line(tmp_path):
+    # Windows editors write UTF-8 with a BOM (EF BB BF): the first row must still parse
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    path = tmp_path / "QAs" / "existence.jsonl"
+    _jsonl(path, [_row(id="b1"), _row(id="b2", answer="no")])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [(r["id"], r["answer"]) for r in conv.collect(tmp_path).rows] == [("b1", "Yes"), ("b2", "No")]
+    listed = tmp_path / "list.json"
+    listed.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"a": 1}]).encode())
+    assert list(conv.read_qa_file(listed)) == [(1, {"a": 1})]
+
+
+def test_an_empty_field_gives_way_to_the_next_spelling(tmp_path):
+    # "" counts as absent: the answer comes from "gt", the image from "image_path", the question from "query",
+    # the id from "qid"
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    row = {"id": "", "qid": "q9", "image": "", "image_path": "p.jpg", "question": "", "query": "Is it?",
+           "answer": "", "gt": "no"}  # fmt: skip
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [row])
+    (converted,) = conv.collect(tmp_path).rows
+    assert (converted["id"], converted["question"], converted["answer"]) == ("q9", "Is it?", "No")
+    assert conv._first({"answer": "", "gt": 0}, conv.ANSWER_KEYS) == ("gt", 0)  # 0 is a value, not absent
+    assert conv._first({"answer": None, "gt": ""}, conv.ANSWER_KEYS) == (None, None)
+
+
 def test_a_row_task_field_wins_over_the_file_name(tmp_path):
     _jpg(tmp_path / "p.jpg", (1, 1, 1))
     _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(task="counting", answer="yes")])
@@ -219,6 +333,15 @@ def test_ids_shared_by_two_files_are_prefixed_with_their_task(tmp_path):
     # TASKS order: existence before counting; an id-less row is <task>_<line>
     assert [(r["id"], r["answer"]) for r in rows] == [
         ("existence_1", "Yes"), ("counting_1", "No"), ("counting_counting_2", "No")]  # fmt: skip
+
+
+def test_at_most_ten_repeated_ids_are_named(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id=f"d{i:02d}") for i in range(12)] * 2)
+    with pytest.raises(conv.ConversionError) as caught:
+        conv.collect(tmp_path)
+    named = [f"existence_d{i:02d}" for i in range(10)]  # 12 repeated, sorted, the first 10 named
+    assert str(caught.value) == f"duplicate question ids within a task: {named}"
 
 
 def test_an_id_repeated_within_one_task_is_refused(tmp_path):
@@ -237,6 +360,19 @@ def test_the_qa_folder_is_found_by_its_usual_names_or_below(tmp_path):
         conv.find_qa_dir(tmp_path / "data" / "qa")
 
 
+@pytest.mark.parametrize("name", ["QAs", "qas", "QA", "qa"])
+def test_a_qa_folder_of_a_usual_name_at_the_top_wins_over_one_deeper_that_sorts_first(tmp_path, name):
+    # "A/qa" sorts before every top-level name ("A" < "Q" < "q"): only the top-level check finds the top folder
+    (tmp_path / "A" / "qa").mkdir(parents=True)
+    (tmp_path / name).mkdir()
+    assert conv.find_qa_dir(tmp_path) == tmp_path / name
+
+
+def test_a_qa_folder_below_the_top_is_found_whatever_its_case(tmp_path):
+    (tmp_path / "release" / "QAs").mkdir(parents=True)
+    assert conv.find_qa_dir(tmp_path) == tmp_path / "release" / "QAs"
+
+
 def test_a_json_qa_file_holds_a_list_or_one_under_a_known_key(tmp_path):
     path = tmp_path / "x.json"
     path.write_text(json.dumps({"meta": 1, "items": [{"a": 1}, {"a": 2}]}))
@@ -247,6 +383,24 @@ def test_a_json_qa_file_holds_a_list_or_one_under_a_known_key(tmp_path):
     jsonl = tmp_path / "y.jsonl"
     jsonl.write_text('{"a": 1}\n\n{"a": 2}\n')
     assert list(conv.read_qa_file(jsonl)) == [(1, {"a": 1}), (3, {"a": 2})]
+
+
+@pytest.mark.parametrize("key", ["data", "questions", "qas", "items"])
+def test_a_json_qa_file_may_hold_its_rows_under_each_known_key(tmp_path, key):
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"meta": [0], key: [{"a": 1}]}))
+    assert list(conv.read_qa_file(path)) == [(1, {"a": 1})]
+
+
+def test_a_qa_file_that_is_not_json_is_named_with_its_line(tmp_path):
+    jsonl = tmp_path / "y.jsonl"
+    jsonl.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(conv.ConversionError, match=rf"^{re.escape(str(jsonl))}:2: not valid JSON \(Expecting value"):
+        list(conv.read_qa_file(jsonl))
+    listed = tmp_path / "z.json"
+    listed.write_text("[1,")
+    with pytest.raises(conv.ConversionError, match=rf"^{re.escape(str(listed))}: not valid JSON \(Expecting value"):
+        list(conv.read_qa_file(listed))
 
 
 def test_a_row_without_a_question_image_or_answer_names_what_was_looked_for(tmp_path):
@@ -268,6 +422,40 @@ def test_more_options_than_letters_are_refused(tmp_path):
     _jsonl(tmp_path / "QAs" / "counting.jsonl", [_row(options=[str(i) for i in range(17)], answer="A")])
     (problem,) = conv.collect(tmp_path).problems
     assert (problem.field, problem.problem) == ("options", "17 options; at most 16 supported")
+
+
+def test_sixteen_options_one_per_letter_are_read(tmp_path):
+    # LETTERS holds 16 letters (A..P): a question with 16 options is read; answer index 15 (0-based: the file's
+    # only index is not the option count) is its last option, P
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "counting.jsonl", [_row(options=[f"n{i}" for i in range(16)], answer=15)])
+    (row,) = conv.collect(tmp_path).rows
+    assert (len(row["options"]), row["answer"], row["answer_text"]) == (16, "P", "n15")
+
+
+def test_a_yes_no_row_without_an_open_answer_has_its_yes_or_no_as_the_answer_text(tmp_path):
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    _jsonl(tmp_path / "QAs" / "existence.jsonl", [_row(id="y", answer="true"), _row(id="n", answer="0")])
+    result = conv.collect(tmp_path)
+    assert [(r["id"], r["answer"], r["answer_text"]) for r in result.rows] == [("y", "Yes", "Yes"), ("n", "No", "No")]
+    assert result.derived_answer_text == 2
+
+
+def test_only_json_and_jsonl_files_are_read_as_question_files(tmp_path):
+    # a README and a folder named like a QA file are not question files; a .JSON file is one
+    _jpg(tmp_path / "p.jpg", (1, 1, 1))
+    (tmp_path / "QAs" / "old.jsonl").mkdir(parents=True)
+    (tmp_path / "QAs" / "README.md").write_text("not JSON")
+    (tmp_path / "QAs" / "counting.JSON").write_text(json.dumps([_row(id="c1", answer="no")]))
+    assert [(r["id"], r["task"]) for r in conv.collect(tmp_path).rows] == [("c1", "counting")]
+
+
+def test_a_qa_folder_without_question_files_is_named(tmp_path):
+    (tmp_path / "QAs").mkdir()
+    (tmp_path / "QAs" / "notes.txt").write_text("x")
+    with pytest.raises(FileNotFoundError) as caught:
+        conv.collect(tmp_path)
+    assert str(caught.value) == f"{tmp_path / 'QAs'}: no .jsonl / .json QA files"
 
 
 # --- writing ------------------------------------------------------------------------------------------
