@@ -400,7 +400,8 @@ def _judge_of(run: Run, tasks: set[str]) -> Judge | None:
     kinds = {j.kind for j in judges}
     kind = "rule" if "rule" in kinds else "llm" if "llm" in kinds else "none"
     answered = [(j.scored or 0) + (j.unparsed or 0) for j in judges]
-    shares = [(j.share if j.kind == "rule" else 0.0) or 0.0 for j in judges]
+    # a rule judge whose share was not recorded is the rules alone, as Judge.describe reads it
+    shares = [(1.0 if j.share is None else j.share) if j.kind == "rule" else 0.0 for j in judges]
     total = sum(answered)
     share = math.fsum(s * n for s, n in zip(shares, answered, strict=True)) / total if total else None
     models = sorted({j.model for j in judges if j.model})

@@ -743,6 +743,17 @@ def test_a_rule_judge_with_no_answer_counted_is_marked_as_the_rules_alone():
     assert table.rows[0].label == "ma (rule-based judge)"
 
 
+def test_a_rule_judge_whose_share_was_not_recorded_counts_as_the_rules_alone_not_as_none_of_the_answers():
+    tasks = {
+        "j1": TaskConditions(4, 4, judge=Judge("rule", share=None, scored=3, failures=0, unparsed=1)),
+        "j2": TaskConditions(4, 4, judge=Judge("llm", model="gpt-a", scored=4, failures=0, unparsed=0)),
+    }
+    # j1's 4 answered verdicts are the rule's (share unknown: all of them), j2's 4 the LLM's: 4 / 8 = 0.5
+    assert _judge_of(run("a", {}, tasks=tasks), {"j1", "j2"}).share == 0.5
+    alone = _judge_of(run("a", {}, tasks={"j1": tasks["j1"]}), {"j1"})
+    assert alone.share == 1.0 and alone.describe() == "the rule-based fallback, not an LLM judge"
+
+
 def test_a_judge_with_no_verdict_and_no_reason_is_named_no_judge():
     r = judged_run("a", Judge("none"), "ma")
     assert "ma: no judge verdict (no judge)" in build_table(JUDGED, [r], ci=False).notes
