@@ -212,6 +212,20 @@ GROUPS = (
             "tests/reports/test_report_environment.py",
         ),
     ),
+    # the answer store: which answers are kept (never a failure marker), their keys (weights, data fingerprints, the
+    # release), each chunk stored as it returns, the read-back of killed runs, what refuses a shared or full store
+    Group(
+        "store_resume",
+        ("lmms_spatial/plugin/resume.py",),
+        (
+            "tests/plugin/test_resume_units.py",
+            "tests/test_answer_store_chunks.py",
+            "tests/test_store_weights.py",
+            "tests/test_owners.py",
+            "tests/test_progress_bars.py",
+            "tests/test_failed_requests.py",
+        ),
+    ),  # fmt: skip
     # the ODI-Bench converter (tasks/odi_bench/convert.py) joins when a whole run of it passes: its tests
     # are tests/scripts/test_convert_odi_bench{,_edges}.py (CONTRIBUTING.md)
 )
