@@ -12,7 +12,6 @@ import hashlib
 import inspect
 import json
 import sqlite3
-import sys
 import types
 from pathlib import Path
 
@@ -189,9 +188,7 @@ def _without_create(monkeypatch):
     monkeypatch.delattr(ResponseCache, "create")  # lmms-eval 0.7.0's store: one folder per model, no run folders
 
 
-def test_on_lmms_eval_0_7_0_the_model_folder_is_held_and_a_held_one_closes_the_store_and_refuses(
-    monkeypatch, tmp_path
-):
+def test_on_lmms_eval_0_7_0_the_model_folder_is_held_and_a_held_one_closes_the_store_and_refuses(monkeypatch, tmp_path):
     monkeypatch.delenv(resume.ENV_SWITCH, raising=False)
     monkeypatch.delenv("RANK", raising=False)
     _without_create(monkeypatch)
@@ -358,7 +355,7 @@ def test_chunks_of_a_chat_model_follow_its_sorted_contexts():
     assert [[r.doc_id for r in c] for c in resume.chunks(types.SimpleNamespace(), requests, 3)] == [[1, 3, 0], [2]]
 
 
-# --- the run's progress bar --------------------------------------------------------------------------------------------
+# --- the run's progress bar -------------------------------------------------------------------------------------------
 
 
 def test_one_bar_counts_the_whole_run_and_only_rank_0_draws_it(monkeypatch):
@@ -401,7 +398,7 @@ def test_a_chunks_count_is_capped_at_its_size(monkeypatch):
     assert seen == [("bar", ["types"], 7)]
 
 
-# --- the data each task read joins its key ---------------------------------------------------------------------------------
+# --- the data each task read joins its key ----------------------------------------------------------------------------
 
 
 class _Split:
@@ -434,7 +431,7 @@ def test_the_data_fingerprint_is_folded_into_each_asked_tasks_key_once():
     assert not hasattr(not_ours, "_lmms_spatial_data_folded")
 
 
-# --- execute: every chunk kept as it returns ------------------------------------------------------------------------------
+# --- execute: every chunk kept as it returns --------------------------------------------------------------------------
 
 
 class _Original:
@@ -567,7 +564,7 @@ def test_each_chunk_moves_the_bar_by_what_the_model_did_not_count(inside_a_run, 
     assert (bar.total, bar.updates) == (5, [2, 2, 1])
 
 
-# --- what refuses a store, and failure markers kept out of it ----------------------------------------------------------------
+# --- what refuses a store, and failure markers kept out of it ---------------------------------------------------------
 
 
 def test_an_unwritable_store_ends_the_run_naming_its_folder_and_the_fix():
@@ -658,7 +655,7 @@ def test_a_method_without_a_response_parameter_is_passed_through(inside_a_run):
     assert resume._not_failures(Other._store, "_store")(Other(), MARKER) == f"stored {MARKER}"
 
 
-# --- the read-back of runs that never finished ------------------------------------------------------------------------------
+# --- the read-back of runs that never finished ------------------------------------------------------------------------
 
 
 def _audit_line(key: str, response: str, doc_id: int = 0, deterministic: bool = True) -> str:
@@ -755,7 +752,7 @@ def test_the_cache_version_is_the_installed_release_unless_lmms_eval_is_a_git_ch
     assert resume.release_version("abc1234") == "abc1234"
 
 
-# --- the run folder's lock -----------------------------------------------------------------------------------------------------
+# --- the run folder's lock --------------------------------------------------------------------------------------------
 
 
 def test_a_run_folder_is_held_for_the_caches_rank_and_released_at_the_end(tmp_path, monkeypatch):
@@ -800,7 +797,7 @@ def test_a_run_folder_a_live_process_holds_refuses_the_run_naming_it_and_the_fix
     assert run.notes.lock is None
 
 
-# --- ResponseCache.create in a run of ours ---------------------------------------------------------------------------------------
+# --- ResponseCache.create in a run of ours ----------------------------------------------------------------------------
 
 
 def test_a_store_created_in_a_run_of_ours_keys_on_the_release_folds_the_weights_and_holds_its_folder(
@@ -878,7 +875,7 @@ def test_a_store_created_in_a_run_of_ours_reads_back_a_killed_runs_answers(tmp_p
         cache.close()
 
 
-# --- lmms-eval's merge lock ------------------------------------------------------------------------------------------------------
+# --- lmms-eval's merge lock -------------------------------------------------------------------------------------------
 
 
 def _lock_recording(events):
@@ -952,7 +949,7 @@ def test_a_merge_lock_that_fails_half_made_is_dropped_and_a_timeout_is_not(insid
     assert resume._merge_lock(failing(OSError()))._lmms_spatial is True
 
 
-# --- patching lmms-eval's ResponseCache ------------------------------------------------------------------------------------------
+# --- patching lmms-eval's ResponseCache -------------------------------------------------------------------------------
 
 
 def test_the_response_cache_is_patched_once_each_method_wrapped_by_ours(monkeypatch):
@@ -1021,3 +1018,263 @@ def test_lmms_eval_0_7_0_without_create_or_merge_lock_gets_execute_and_the_three
     resume.patch_response_cache(module)
     assert ResponseCache.__dict__["execute"]._lmms_spatial and ResponseCache.__dict__["_lookup"]._lmms_spatial
     assert "create" not in ResponseCache.__dict__ and not hasattr(module, "_merge_lock")
+
+
+# --- what answered: the weights in the key, the runs recorded, the answers served -------------------------------------
+
+
+def _weights_cache(tmp_path, db=True, **more):
+    values = {"model_fingerprint": 'm|{"x":1}', "_model_fingerprint_hash": "legacy0123456789", "_run_id": "r7",
+              "_cache_root": str(tmp_path), "db": _db(_META) if db else None, **more}  # fmt: skip
+    return types.SimpleNamespace(**values)
+
+
+def test_the_weights_join_the_model_key_and_the_run_is_recorded_in_the_store(tmp_path, monkeypatch, capsys):
+    import time
+
+    from lmms_spatial.plugin import weights
+
+    monkeypatch.setattr(weights, "fingerprint", lambda args: f"local:{args}")
+    cache = _weights_cache(tmp_path)
+    run = _run({"model": "m"}, types.SimpleNamespace(output_path="out/q"))
+    before = time.time()
+    resume.fold_weights(cache, "w1", run)
+    after = time.time()
+    key = 'm|{"x":1}|weights:local:w1'
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    assert (cache.model_fingerprint, cache._model_fingerprint_hash) == (key, digest)
+    assert (cache._lmms_spatial_weights, cache._lmms_spatial_weights_folded) == ("local:w1", True)
+    meta = dict(cache.db.execute("SELECT key, value FROM meta").fetchall())
+    record = json.loads(meta.pop(resume.RUN_RECORD + "r7"))
+    assert meta == {"model_fingerprint": key, "model_fingerprint_hash": digest}
+    assert before <= record.pop("started") <= after
+    assert record == {"output_path": "out/q", "weights": "local:w1", "model_hash": digest}
+    assert capsys.readouterr().err == ""  # resolved weights, no answers kept without them: nothing said
+    resume.fold_weights(cache, "w2", run)  # folded once
+    assert cache.model_fingerprint == key
+    assert not cache.db.in_transaction  # committed
+
+
+def test_a_store_with_no_run_id_records_the_run_as_run_and_an_earlier_record_is_kept(tmp_path, monkeypatch):
+    from lmms_spatial.plugin import weights
+
+    monkeypatch.setattr(weights, "fingerprint", lambda args: None)
+    cache = _weights_cache(tmp_path, _run_id="")
+    cache.db.execute("INSERT INTO meta VALUES (?, ?)", (resume.RUN_RECORD + "run", '{"started": 1.0}'))
+    resume.fold_weights(cache, "", None)
+    assert cache.model_fingerprint == 'm|{"x":1}|weights:none' and cache._lmms_spatial_weights is None
+    rows = cache.db.execute("SELECT key, value FROM meta WHERE key LIKE 'lmms_spatial_run:%'").fetchall()
+    assert rows == [(resume.RUN_RECORD + "run", '{"started": 1.0}')]  # INSERT OR IGNORE: the first record stays
+
+
+def test_a_store_not_ours_or_without_a_database_is_keyed_but_not_recorded(tmp_path, monkeypatch, capsys):
+    from lmms_spatial.plugin import weights
+
+    monkeypatch.setattr(weights, "fingerprint", lambda args: "hub:q@unresolved")
+    other = types.SimpleNamespace(model_fingerprint=None)
+    resume.fold_weights(other, "a")
+    assert other.model_fingerprint is None and not hasattr(other, "_lmms_spatial_weights_folded")
+    cache = _weights_cache(tmp_path, db=False)
+    resume.fold_weights(cache, "a")
+    assert cache.model_fingerprint == 'm|{"x":1}|weights:hub:q@unresolved'
+    assert capsys.readouterr().err == ""  # no database: nothing recorded, nothing said
+
+
+def test_unresolved_weights_and_answers_kept_without_a_fingerprint_are_each_said(tmp_path, monkeypatch, capsys):
+    from lmms_spatial.plugin import weights
+
+    monkeypatch.setattr(weights, "fingerprint", lambda args: "hub:org/q@unresolved")
+    needle = '"model_fingerprint_hash": "legacy0123456789"'
+    (tmp_path / "cache.audit.jsonl").write_text(f"{{{needle}}}\n{{{needle}}}\n{{}}\n")
+    resume.fold_weights(_weights_cache(tmp_path), "pretrained=org/q")
+    assert capsys.readouterr().err == (
+        "lmms-spatial: the weights of this model are not fingerprinted (weights hub:org/q@unresolved): its kept "
+        "answers are keyed on --model_args alone\n"
+        f"lmms-spatial: 2 answers in {tmp_path} were kept for the same --model_args without a fingerprint of the "
+        "weights (an earlier lmms-spatial, or lmms-eval alone): not served, since the weights that gave them are "
+        "unknown; they are asked again\n"
+    )
+
+
+def test_a_record_that_cannot_be_written_is_said_and_the_key_is_still_folded(tmp_path, monkeypatch, capsys):
+    from lmms_spatial.plugin import weights
+
+    monkeypatch.setattr(weights, "fingerprint", lambda args: "local:1")
+    cache = _weights_cache(tmp_path, db=False)
+    cache.db = _db()  # no meta table
+    resume.fold_weights(cache, "a")
+    assert cache.model_fingerprint.endswith("|weights:local:1")
+    assert capsys.readouterr().err == (
+        "lmms-spatial: this run is not recorded in its answer store (no such table: meta)\n"
+    )
+
+
+def test_a_runs_output_is_its_calls_or_command_lines():
+    assert resume._run_output(None) is None
+    assert resume._run_output(_run({}, types.SimpleNamespace(output_path="o1"))) == "o1"
+    tracker = types.SimpleNamespace(output_path="o2")
+    assert resume._run_output(_run({"evaluation_tracker": tracker}, None)) == "o2"
+    assert resume._run_output(types.SimpleNamespace(cli_args=types.SimpleNamespace(output_path="o3"))) == "o3"
+
+
+def test_answers_without_a_fingerprint_are_counted_in_the_merged_log_and_in_runs_never_merged(tmp_path):
+    legacy = "abcdef0123456789"
+    line = json.dumps({"model_fingerprint_hash": legacy, "response": "x"})
+    other = json.dumps({"model_fingerprint_hash": "ffffffffffffffff"})
+    (tmp_path / "cache.audit.jsonl").write_text(f"{line}\n{other}\n{line}\n")  # 2
+    runs = tmp_path / "runs"
+    for name in ("killed", "merged"):
+        (runs / name).mkdir(parents=True)
+    (runs / "killed" / "rank_0.audit.jsonl").write_text(f"{line}\n")  # 1
+    (runs / "killed" / "rank_1.audit.jsonl").write_text(f"{line}\n{line}\n")  # 2
+    (runs / "killed" / "notes.jsonl").write_text(f"{line}\n")  # not a rank's log
+    (runs / "merged" / "rank_0.audit.jsonl").write_text(f"{line}\n")  # already in the merged log
+    (runs / "merged" / ".merged").write_text("")
+    (runs / "rank_0.audit.jsonl").write_text(f"{line}\n")  # a file, not a run folder
+    assert resume.count_unfingerprinted(str(tmp_path), legacy) == 5  # 2 + 1 + 2
+    assert resume.count_unfingerprinted(str(tmp_path), "") == 0
+    assert resume.count_unfingerprinted(None, legacy) == 0
+    assert resume.count_unfingerprinted(str(tmp_path / "none"), legacy) == 0  # no log at all
+
+
+def test_the_time_an_answer_was_kept_is_read_from_the_own_store_then_the_shared_one():
+    own, shared = _db(_RESPONSES), _db(_RESPONSES)
+    own.execute("INSERT INTO responses (cache_key, created_at) VALUES ('a', 5.5), ('z', NULL)")
+    shared.execute("INSERT INTO responses (cache_key, created_at) VALUES ('a', 1.0), ('b', 7)")
+    cache = types.SimpleNamespace(db=own, _shared_db=shared)
+    assert resume._lookup_created(cache, "a") == 5.5
+    assert resume._lookup_created(cache, "b") == 7.0 and isinstance(resume._lookup_created(cache, "b"), float)
+    assert resume._lookup_created(cache, "z") == 0.0
+    assert resume._lookup_created(cache, "c") is None
+    broken = types.SimpleNamespace(db=_db(), _shared_db=shared)  # no responses table in the own store
+    assert resume._lookup_created(broken, "b") == 7.0
+    assert resume._lookup_created(types.SimpleNamespace(db=None, _shared_db=None), "a") is None
+
+
+def _real_store(tmp_path):
+    from lmms_eval.caching.response_cache import ResponseCache
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return ResponseCache(str(tmp_path / "c.db"), str(tmp_path / "c.jsonl"), model_fingerprint="m|x")
+
+
+def _sampled(doc_id: int, task: str = "t"):
+    from lmms_eval.api.instance import Instance
+
+    return Instance("generate_until", (f"question {doc_id}", {"max_new_tokens": 8, "temperature": 0.7}), 0,
+                    {"task": task, "doc_id": doc_id, "repeats": 1})  # fmt: skip
+
+
+class _Echo:
+    def generate_until(self, requests):
+        return [f"A{r.doc_id}" for r in requests]
+
+
+def test_the_answers_the_store_will_serve_are_counted_per_task_with_the_time_each_was_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_state.STATE, "runs", [])
+    store = _real_store(tmp_path)
+    try:
+        store.execute(_Echo(), "generate_until", [_request(0), _request(1, task="u")])
+        kept = dict(store.db.execute("SELECT doc_id, created_at FROM responses").fetchall())
+        asked = [_request(0), _request(1, task="u"), _request(2), _sampled(0), _request(1)]
+        resume.count_served(store, "generate_until", asked)
+        # kept: t/0 and u/1; t/2, t/1 never answered; a sampled request is never served
+        assert store._lmms_spatial_served == {"t": [kept[0]], "u": [kept[1]]}
+        assert store._lmms_spatial_asked == {"t": 4, "u": 1}
+        resume.count_served(store, "generate_until", [_request(0)])  # the next call adds to the counts
+        assert store._lmms_spatial_served == {"t": [kept[0], kept[0]], "u": [kept[1]]}
+        assert store._lmms_spatial_asked == {"t": 5, "u": 1}
+    finally:
+        store.close()
+
+
+def test_a_request_keyed_under_another_task_fingerprint_or_model_is_not_counted(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_state.STATE, "runs", [])
+    store = _real_store(tmp_path)
+    try:
+        store.execute(_Echo(), "generate_until", [_request(0)])
+        store._task_fingerprints = {"t": "changed"}
+        resume.count_served(store, "generate_until", [_request(0)])
+        assert store._lmms_spatial_served == {} and store._lmms_spatial_asked == {"t": 1}
+    finally:
+        store.close()
+
+
+def test_a_count_that_cannot_be_made_is_unknown_never_wrong():
+    cache = types.SimpleNamespace(_task_fingerprints=None)  # not lmms-eval's store
+    resume.count_served(cache, "generate_until", [_request(0)])
+    assert cache._lmms_spatial_served is None
+
+
+def _records_db(rows: dict[str, str]) -> sqlite3.Connection:
+    db = _db(_META)
+    for key, value in rows.items():
+        db.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
+    return db
+
+
+def test_the_runs_recorded_in_the_store_are_read_from_both_databases_sorted_by_start_without_this_one():
+    R = resume.RUN_RECORD
+    own = _records_db({R + "b": '{"started": 20, "weights": "w"}', R + "me": '{"started": 30}', R + "bad": "{",
+                       R + "list": "[1]", R + "nostart": '{"x": 1}', R + "text": '{"started": "10"}',
+                       "model_fingerprint": '{"started": 1}'})  # fmt: skip
+    shared = _records_db({R + "a": '{"started": 10.5}', R + "b": '{"started": 20, "weights": "w"}'})
+    cache = types.SimpleNamespace(db=own, _shared_db=shared, _run_id="me")
+    assert resume._run_records(cache) == [{"started": 10.5, "run_id": "a"},
+                                          {"started": 20, "weights": "w", "run_id": "b"}]  # fmt: skip
+    broken = types.SimpleNamespace(db=_db(), _shared_db=None, _run_id="")
+    assert resume._run_records(broken) == []
+
+
+def test_a_run_is_described_by_its_start_in_utc_its_output_and_id():
+    assert resume.describe_run({"started": 0, "output_path": "runs/a", "run_id": "1a2b"}) == (
+        "the run of 1970-01-01 00:00:00 UTC into runs/a (run id 1a2b)")  # fmt: skip
+    assert resume.describe_run({"started": 86400 + 3661.9, "output_path": None, "run_id": "x"}) == (
+        "the run of 1970-01-02 01:01:01 UTC (run id x)")  # fmt: skip
+    assert resume.describe_run(None) == (
+        "a run that did not record itself (an earlier lmms-spatial, or lmms-eval alone)")  # fmt: skip
+
+
+def test_the_served_summary_names_the_latest_run_started_before_each_answer(tmp_path):
+    R = resume.RUN_RECORD
+    db = _records_db({R + "r1": json.dumps({"started": 100, "output_path": "o1", "model_hash": "h"}),
+                      R + "r2": json.dumps({"started": 200, "model_hash": "h"}),
+                      R + "other": json.dumps({"started": 150, "model_hash": "other weights"})})  # fmt: skip
+    cache = types.SimpleNamespace(db=db, _shared_db=None, _run_id="now", _model_fingerprint_hash="h",
+                                  _cache_root="/store", _lmms_spatial_weights="local:w",
+                                  _lmms_spatial_served={"t": [150, 100, 250], "u": [50, 200]},
+                                  _lmms_spatial_asked={"u": 4, "t": 5, "v": 1})  # fmt: skip
+    r1 = "the run of 1970-01-01 00:01:40 UTC into o1 (run id r1)"
+    r2 = "the run of 1970-01-01 00:03:20 UTC (run id r2)"
+    unknown = resume.describe_run(None)
+    # 150 and 100 -> r1 (started 100; "other" has other weights); 250 and 200 -> r2; 50 -> before any record
+    assert resume.served_summary(cache) == {
+        "root": "/store", "weights": "local:w", "answers": 5, "asked": 10, "tasks": {"t": 3, "u": 2, "v": 0},
+        "from": [{"run": r1, "answers": 2}, {"run": r2, "answers": 2}, {"run": unknown, "answers": 1}],
+    }  # fmt: skip
+    assert resume.served_line(resume.served_summary(cache)) == (
+        f"lmms-spatial: 5 of 10 answers came from the answer store in /store: 2 from {r1}; 2 from {r2}; 1 from "
+        f"{unknown}; 5 asked of the model"
+    )
+
+
+def test_a_summary_is_none_when_the_count_is_unknown_and_its_root_falls_back_to_the_databases_folder():
+    assert resume.served_summary(None) is None
+    assert resume.served_summary(types.SimpleNamespace(_lmms_spatial_served=None)) is None
+    cache = types.SimpleNamespace(db=None, db_path="/a/b/rank0.db", _lmms_spatial_served={})
+    assert resume.served_summary(cache) == {"root": "/a/b", "weights": None, "answers": 0, "asked": 0, "tasks": {},
+                                            "from": []}  # fmt: skip
+    assert resume.served_line(resume.served_summary(cache)) is None
+    assert resume.served_line(None) is None
+
+
+def test_sources_with_as_many_answers_are_named_in_order():
+    served = {"t": [1, 2, 3]}
+    R = resume.RUN_RECORD
+    db = _records_db({R + "b": json.dumps({"started": 2}), R + "a": json.dumps({"started": 3})})
+    cache = types.SimpleNamespace(db=db, _run_id="", _model_fingerprint_hash=None, _lmms_spatial_served=served,
+                                  _lmms_spatial_asked={"t": 3})  # fmt: skip
+    # 1 -> no record; 2 -> b; 3 -> a: one each, named in alphabetical order of their text
+    assert [s["run"] for s in resume.served_summary(cache)["from"]] == sorted(
+        [resume.describe_run(None), "the run of 1970-01-01 00:00:02 UTC (run id b)",
+         "the run of 1970-01-01 00:00:03 UTC (run id a)"])  # fmt: skip
