@@ -40,6 +40,14 @@ def _request(doc_id: int, task: str = "t", text: str | None = None):
                     {"task": task, "doc_id": doc_id, "repeats": 1})  # fmt: skip
 
 
+class _Task:
+    def __init__(self, config: dict):
+        self.config = config
+
+    def dump_config(self):
+        return self.config
+
+
 @pytest.fixture
 def inside_a_run(monkeypatch):
     """A run of ours in progress, for the wrappers that act only then (``run_state.active()``)."""
@@ -119,8 +127,14 @@ def test_a_given_cache_is_announced_by_the_use_cache_argument_then_the_command_l
     resume.keep_answers(_bound(given), run)
     assert run.notes.answers == "/from/cli"
     run = _run(None)  # no call recorded: the cli_args evaluate was given
+    resume.keep_answers(_bound(given, cli_args=types.SimpleNamespace(use_cache="/from/bound")), run)
+    assert run.notes.answers == "/from/bound"
+    run = _run(None)
     resume.keep_answers(_bound(given, cli_args=types.SimpleNamespace()), run)
     assert run.notes.answers == "/root/of/cache"
+    run = _run(None)
+    resume.keep_answers(_bound(object()), run)  # a store that names no root: nothing to name
+    assert run.notes.answers == ""
 
 
 @pytest.mark.parametrize("model", [None, "replay"])
@@ -180,6 +194,8 @@ def test_model_and_arguments_come_from_the_command_line_when_the_call_has_none(m
     cli = types.SimpleNamespace(model="llava", model_args=None, output_path="o")
     resume.keep_answers(_bound(), _run({}, cli))
     assert opened[-1][1]["model_args"] == ""  # no arguments: the empty string lmms-eval keys on
+    resume.keep_answers(_bound(), _run({}, types.SimpleNamespace(model="llava")))
+    assert opened[-1][1]["model_args"] == ""
 
 
 def _without_create(monkeypatch):
@@ -196,10 +212,10 @@ def test_on_lmms_eval_0_7_0_the_model_folder_is_held_and_a_held_one_closes_the_s
     cache = types.SimpleNamespace(db_path=str(tmp_path / "model" / "rank0.db"), close=lambda: closed.append(1))
     monkeypatch.setattr(resume, "open_cache", lambda root, **kw: cache)
     held = []
-    monkeypatch.setattr(resume, "hold_run_dir", lambda c, r, folder, rank: held.append((c, folder, rank)))
+    monkeypatch.setattr(resume, "hold_run_dir", lambda c, r, folder, rank: held.append((c, r, folder, rank)))
     run = _run({"model": "qwen"})
     assert resume.keep_answers(_bound(), run) is cache
-    assert held == [(cache, str(tmp_path / "model"), 0)] and closed == []
+    assert held == [(cache, run, str(tmp_path / "model"), 0)] and closed == []
 
     def refuse(c, r, folder, rank):
         raise failures.RunRefused("held")
@@ -216,9 +232,10 @@ def test_on_lmms_eval_0_7_0_the_model_folder_is_held_and_a_held_one_closes_the_s
 
 def test_the_store_opened_on_lmms_eval_0_7_1_plus_is_lmms_evals_create_with_the_same_arguments(tmp_path, monkeypatch):
     monkeypatch.delenv("LMMS_CACHE_RUN_ID", raising=False)
-    cache = resume.open_cache(str(tmp_path / "c"), model="m", model_args="seed=1", task_dict={}, world_size=3,
-                              global_rank=2)  # fmt: skip
+    cache = resume.open_cache(str(tmp_path / "c"), model="m", model_args="seed=1", task_dict={"d": _Task({"a": 1})},
+                              world_size=3, global_rank=2)  # fmt: skip
     try:
+        assert cache._task_fingerprints == {"d": hashlib.sha256(b'{"a": 1}').hexdigest()[:16]}
         assert (cache._cache_root, cache._world_size, cache._global_rank) == (str(tmp_path / "c"), 3, 2)
         assert cache.model_fingerprint == 'm|{"seed":1}'
         assert Path(cache.db_path).name == "rank_2.db"
@@ -226,17 +243,9 @@ def test_the_store_opened_on_lmms_eval_0_7_1_plus_is_lmms_evals_create_with_the_
         cache.close()
 
 
-class _Task:
-    def __init__(self, config: dict):
-        self.config = config
-
-    def dump_config(self):
-        return self.config
-
-
 def test_on_lmms_eval_0_7_0_the_store_is_one_folder_per_model_key_and_rank(tmp_path, monkeypatch):
     _without_create(monkeypatch)
-    task_dict = {"dori": _Task({"b": 2, "a": "<function f at 0x7f3a>"}), "group": "not a task"}
+    task_dict = {"dori": _Task({"b": 2, "a": "<function f at 0x7f3a>", "c": Path("/d")}), "group": "not a task"}
     cache = resume.open_cache(str(tmp_path), model="m", model_args="seed=1,device=cpu", task_dict=task_dict,
                               world_size=1, global_rank=1)  # fmt: skip
     try:
@@ -246,7 +255,7 @@ def test_on_lmms_eval_0_7_0_the_store_is_one_folder_per_model_key_and_rank(tmp_p
         assert cache.model_fingerprint == fingerprint
         assert (cache.db_path, cache.audit_path) == (str(folder / "rank1.db"), str(folder / "rank1.jsonl"))
         # a task's key: its configuration as sorted JSON, a function's address dropped (it changes every run)
-        config = '{"a": "<function f>", "b": 2}'
+        config = '{"a": "<function f>", "b": 2, "c": "/d"}'  # a value JSON cannot hold: its text
         assert cache._task_fingerprints == {"dori": hashlib.sha256(config.encode()).hexdigest()[:16]}
         assert cache._lmms_spatial_weights is None
     finally:
@@ -255,7 +264,12 @@ def test_on_lmms_eval_0_7_0_the_store_is_one_folder_per_model_key_and_rank(tmp_p
 
 @pytest.mark.parametrize(
     ("model_args", "said"),
-    [({"seed": 1, "a": "x"}, '{"a":"x","seed":1}'), ("no pairs", "no pairs"), ("", "{}")],
+    [
+        ({"seed": 1, "a": "x", "p": Path("/w")}, '{"a":"x","p":"/w","seed":1}'),
+        ("name=café", '{"name":"caf\\u00e9"}'),  # ASCII JSON, as lmms-eval's key
+        ("no pairs", "no pairs"),
+        ("", "{}"),
+    ],
 )
 def test_on_lmms_eval_0_7_0_arguments_that_are_not_pairs_are_keyed_as_written(tmp_path, monkeypatch, model_args, said):
     _without_create(monkeypatch)
@@ -269,10 +283,13 @@ def test_a_weights_fingerprint_joins_the_0_7_0_model_key(tmp_path, monkeypatch):
     from lmms_spatial.plugin import weights
 
     _without_create(monkeypatch)
-    monkeypatch.setattr(weights, "fingerprint", lambda args: "sha:1a2b")
+    monkeypatch.setattr(weights, "fingerprint", lambda args: f"sha:{args}")
     cache = resume.open_cache(str(tmp_path), model="m", model_args="a=1", task_dict={}, world_size=1, global_rank=0)
     cache.close()
-    assert cache.model_fingerprint == 'm|{"a":1}|weights:sha:1a2b' and cache._lmms_spatial_weights == "sha:1a2b"
+    assert cache.model_fingerprint == 'm|{"a":1}|weights:sha:a=1' and cache._lmms_spatial_weights == "sha:a=1"
+    again = resume.open_cache(str(tmp_path), model="m", model_args="a=1", task_dict={}, world_size=1, global_rank=0)
+    again.close()  # the same model's folder, opened again by the next run
+    assert again.db_path == cache.db_path
 
 
 # --- close_cache ---------------------------------------------------------------------------------------------------
@@ -410,6 +427,9 @@ def test_each_tasks_data_fingerprint_lists_its_splits_in_order():
     lm = types.SimpleNamespace(task_dict={"b": {"test": _Split("t1"), "dev": _Split("d1")}, "a": {"test": _Split("x")},
                                           "c": {"test": object()}})  # fmt: skip
     assert resume.data_fingerprints(lm, {"b", "a", "c", "missing"}) == {"a": "test:x", "b": "dev:d1,test:t1"}
+    assert resume.data_fingerprints(lm, {"0-missing", "b"}) == {"b": "dev:d1,test:t1"}  # one missing: the next read
+    lm.task_dict["0-bad"] = {"test": object()}
+    assert resume.data_fingerprints(lm, {"0-bad", "a"}) == {"a": "test:x"}  # one unreadable: the next read
     assert list(resume.data_fingerprints(lm, {"b", "a"})) == ["a", "b"]
     assert resume.data_fingerprints(types.SimpleNamespace(task_dict=None), {"a"}) == {}
     assert resume.data_fingerprints(object(), {"a"}) == {}
@@ -580,6 +600,7 @@ def test_an_unwritable_store_ends_the_run_naming_its_folder_and_the_fix():
 def test_the_stores_folder_is_its_root_else_its_databases_folder():
     assert resume._store_folder(types.SimpleNamespace(_cache_root="/root", db_path="/x/y.db")) == "/root"
     assert resume._store_folder(types.SimpleNamespace(_cache_root=None, db_path="/x/y.db")) == "/x"
+    assert resume._store_folder(types.SimpleNamespace(db_path="/m/rank0.db")) == "/m"  # 0.7.0's store: no root
 
 
 class _FakeStore:
@@ -682,8 +703,8 @@ def test_killed_runs_answers_and_run_records_are_read_back_and_merged_or_own_run
     (runs / "a_killed" / "rank_0.audit.jsonl").write_text(_audit_line("k1", "A") + "\n")
     (runs / "a_killed" / "rank_1.audit.jsonl").write_text(_audit_line("k2", "B", 1) + "\n")
     (runs / "a_killed" / "other.jsonl").write_text(_audit_line("k9", "no") + "\n")  # not a rank's log
-    _run_record_db(runs / "a_killed" / "rank_0.db", {"r1": {"started": 5.0}})
-    (runs / "a_killed" / "rank_1.db").write_text("not a database")  # damaged: its answers still read back
+    _run_record_db(runs / "a_killed" / "rank_1.db", {"r1": {"started": 5.0}})
+    (runs / "a_killed" / "rank_0.db").write_text("not a database")  # damaged: the next shard's records still read
     (runs / "b_killed" / "rank_0.audit.jsonl").write_text(_audit_line("k3", "C", 2) + "\n")
     (runs / "c_merged" / "rank_0.audit.jsonl").write_text(_audit_line("k4", "D") + "\n")
     (runs / "c_merged" / ".merged").write_text("1\n")
@@ -716,14 +737,19 @@ def test_the_committed_read_back_is_seen_by_another_connection(tmp_path):
 
 def test_a_live_runs_folder_is_left_to_it_and_said(tmp_path, capsys, monkeypatch):
     root = tmp_path / "cache"
-    (root / "runs" / "live").mkdir(parents=True)
-    (root / "runs" / "live" / "rank_0.audit.jsonl").write_text(_audit_line("k1", "A") + "\n")
-    monkeypatch.setattr(owners, "live_owner", lambda folder: {"pid": 41, "host": "gpu3"})
+    for name in ("a_live", "b_killed"):
+        (root / "runs" / name).mkdir(parents=True)
+        (root / "runs" / name / "rank_0.audit.jsonl").write_text(_audit_line(f"k_{name}", "A") + "\n")
+    monkeypatch.setattr(
+        owners, "live_owner", lambda folder: {"pid": 41, "host": "gpu3"} if "live" in folder.name else None
+    )
     cache = types.SimpleNamespace(_cache_root=str(root), _run_dir=None, db=_db(_RESPONSES, _META))
-    assert resume.replay_unmerged_runs(cache) == 0
+    assert resume.replay_unmerged_runs(cache) == 1  # the killed run after the live one is still read
+    assert cache.db.execute("SELECT cache_key FROM responses").fetchall() == [("k_b_killed",)]
     assert capsys.readouterr().err == (
         f"lmms-spatial: process 41 on gpu3 is writing answers into {root} now: this run keeps its own apart and does "
         "not read that run's (if both evaluate the same, stop one)\n"
+        f"lmms-spatial: 1 answers of earlier interrupted runs found in {root}\n"
     )
 
 
@@ -732,6 +758,8 @@ def test_no_root_or_no_database_or_no_runs_folder_reads_nothing(tmp_path):
     assert resume.replay_unmerged_runs(types.SimpleNamespace(_cache_root=None, db=db)) == 0
     assert resume.replay_unmerged_runs(types.SimpleNamespace(_cache_root=str(tmp_path), db=None)) == 0
     assert resume.replay_unmerged_runs(types.SimpleNamespace(_cache_root=str(tmp_path), db=db)) == 0
+    assert resume.replay_unmerged_runs(types.SimpleNamespace(db=db)) == 0  # not lmms-eval 0.7.1+'s store
+    assert resume.replay_unmerged_runs(types.SimpleNamespace(_cache_root=str(tmp_path))) == 0
 
 
 def test_the_cache_version_is_the_installed_release_unless_lmms_eval_is_a_git_checkout(tmp_path, monkeypatch):
@@ -766,8 +794,10 @@ def test_a_run_folder_is_held_for_the_caches_rank_and_released_at_the_end(tmp_pa
     resume.hold_run_dir(types.SimpleNamespace(_run_dir="", _global_rank=None), run, folder=str(tmp_path / "m"))
     resume.hold_run_dir(types.SimpleNamespace(_run_dir=str(tmp_path / "r"), _global_rank=3), run, rank=1)
     assert held[1:] == [(tmp_path / "m", 0), (tmp_path / "r", 1)]
+    resume.hold_run_dir(types.SimpleNamespace(_run_dir=str(tmp_path / "s")), run)  # no rank said: rank 0
+    assert held[3] == (tmp_path / "s", 0)
     resume.hold_run_dir(types.SimpleNamespace(), run)  # no folder: nothing held
-    assert len(held) == 3
+    assert len(held) == 4
     resume.release(run)
     assert released == ["handle"] and run.notes.lock is None
 
@@ -952,9 +982,7 @@ def test_a_merge_lock_that_fails_half_made_is_dropped_and_a_timeout_is_not(insid
 # --- patching lmms-eval's ResponseCache -------------------------------------------------------------------------------
 
 
-def test_the_response_cache_is_patched_once_each_method_wrapped_by_ours(monkeypatch):
-    from lmms_spatial import plugin
-
+def test_the_response_cache_is_patched_once_each_method_wrapped_by_ours(inside_a_run):
     class ResponseCache:
         def execute(self, lm, reqtype, requests):
             return "executed"
@@ -966,46 +994,57 @@ def test_the_response_cache_is_patched_once_each_method_wrapped_by_ours(monkeypa
             pass
 
         def _lookup(self, cache_key):
-            pass
+            return MARKER
 
         @classmethod
         def create(cls, cache_root):
             return cls()
 
+    entered = []
+
     @contextlib.contextmanager
     def _merge_lock(lock_dir):
+        entered.append(lock_dir)
         yield
 
     module = types.SimpleNamespace(ResponseCache=ResponseCache, _merge_lock=_merge_lock)
-    monkeypatch.setattr(plugin, "internal", lambda mod, name, why: mod.ResponseCache.execute)
     resume.patch_response_cache(module)
     patched = {name: ResponseCache.__dict__[name] for name in ("execute", "_store", "_log_to_audit", "_lookup")}
     assert all(getattr(method, "_lmms_spatial", False) for method in patched.values())
-    assert ResponseCache.__dict__["create"].__func__._lmms_spatial is True
+    create = ResponseCache.__dict__["create"]
+    assert create.__func__._lmms_spatial is True
     assert module._merge_lock._lmms_spatial is True
     lock = module._merge_lock
     resume.patch_response_cache(module)  # again: nothing wrapped twice
     assert {name: ResponseCache.__dict__[name] for name in patched} == patched and module._merge_lock is lock
+    assert ResponseCache.__dict__["create"] is create
     assert ResponseCache.__dict__["execute"].__wrapped__.__name__ == "execute"
     assert not hasattr(ResponseCache.__dict__["execute"].__wrapped__, "__wrapped__")
+    # the wrapped methods work as ours: a stored failure marker is not served, create and the lock still work
+    assert ResponseCache()._lookup("k") is None
+    assert isinstance(ResponseCache.create("/nowhere"), ResponseCache)
+    with module._merge_lock("/c/.lock"):
+        pass
+    assert entered == ["/c/.lock"]
 
 
-def test_an_lmms_eval_without_the_execute_it_knows_is_left_unpatched(monkeypatch):
-    from lmms_spatial import plugin
+def test_an_lmms_eval_without_the_execute_it_knows_is_left_unpatched_and_said(capsys):
+    module = types.ModuleType("fake_response_cache")
 
     class ResponseCache:
         def _store(self, cache_key, response):
             pass
 
-    module = types.SimpleNamespace(ResponseCache=ResponseCache)
-    monkeypatch.setattr(plugin, "internal", lambda mod, name, why: None)
+    module.ResponseCache = ResponseCache
     resume.patch_response_cache(module)
     assert not hasattr(ResponseCache.__dict__["_store"], "_lmms_spatial")
+    assert capsys.readouterr().err == (
+        "lmms-spatial: this lmms-eval has no fake_response_cache.ResponseCache.execute; answers are saved only when "
+        "the model returns all of them\n"
+    )
 
 
-def test_lmms_eval_0_7_0_without_create_or_merge_lock_gets_execute_and_the_three_methods(monkeypatch):
-    from lmms_spatial import plugin
-
+def test_lmms_eval_0_7_0_without_create_or_merge_lock_gets_execute_and_the_three_methods():
     class ResponseCache:
         def execute(self, lm, reqtype, requests):
             pass
@@ -1014,7 +1053,6 @@ def test_lmms_eval_0_7_0_without_create_or_merge_lock_gets_execute_and_the_three
             pass
 
     module = types.SimpleNamespace(ResponseCache=ResponseCache)
-    monkeypatch.setattr(plugin, "internal", lambda mod, name, why: mod.ResponseCache.execute)
     resume.patch_response_cache(module)
     assert ResponseCache.__dict__["execute"]._lmms_spatial and ResponseCache.__dict__["_lookup"]._lmms_spatial
     assert "create" not in ResponseCache.__dict__ and not hasattr(module, "_merge_lock")
@@ -1115,6 +1153,7 @@ def test_a_runs_output_is_its_calls_or_command_lines():
     tracker = types.SimpleNamespace(output_path="o2")
     assert resume._run_output(_run({"evaluation_tracker": tracker}, None)) == "o2"
     assert resume._run_output(types.SimpleNamespace(cli_args=types.SimpleNamespace(output_path="o3"))) == "o3"
+    assert resume._run_output(types.SimpleNamespace(call=Call({"evaluation_tracker": tracker}))) == "o2"
 
 
 def test_answers_without_a_fingerprint_are_counted_in_the_merged_log_and_in_runs_never_merged(tmp_path):
@@ -1135,6 +1174,8 @@ def test_answers_without_a_fingerprint_are_counted_in_the_merged_log_and_in_runs
     assert resume.count_unfingerprinted(str(tmp_path), "") == 0
     assert resume.count_unfingerprinted(None, legacy) == 0
     assert resume.count_unfingerprinted(str(tmp_path / "none"), legacy) == 0  # no log at all
+    (tmp_path / "cache.audit.jsonl").unlink()  # never merged yet: only the runs' logs
+    assert resume.count_unfingerprinted(str(tmp_path), legacy) == 3
 
 
 def test_the_time_an_answer_was_kept_is_read_from_the_own_store_then_the_shared_one():
@@ -1149,6 +1190,9 @@ def test_the_time_an_answer_was_kept_is_read_from_the_own_store_then_the_shared_
     broken = types.SimpleNamespace(db=_db(), _shared_db=shared)  # no responses table in the own store
     assert resume._lookup_created(broken, "b") == 7.0
     assert resume._lookup_created(types.SimpleNamespace(db=None, _shared_db=None), "a") is None
+    assert resume._lookup_created(types.SimpleNamespace(db=None, _shared_db=shared), "b") == 7.0
+    assert resume._lookup_created(types.SimpleNamespace(_shared_db=shared), "b") == 7.0
+    assert resume._lookup_created(types.SimpleNamespace(db=own), "a") == 5.5  # 0.7.0: no shared store
 
 
 def _real_store(tmp_path):
@@ -1224,6 +1268,20 @@ def test_the_runs_recorded_in_the_store_are_read_from_both_databases_sorted_by_s
                                           {"started": 20, "weights": "w", "run_id": "b"}]  # fmt: skip
     broken = types.SimpleNamespace(db=_db(), _shared_db=None, _run_id="")
     assert resume._run_records(broken) == []
+    first_broken = types.SimpleNamespace(db=_db(), _shared_db=shared, _run_id="")
+    assert [r["run_id"] for r in resume._run_records(first_broken)] == ["a", "b"]
+    no_own = types.SimpleNamespace(db=None, _shared_db=shared, _run_id="")
+    assert [r["run_id"] for r in resume._run_records(no_own)] == ["a", "b"]
+    assert resume._run_records(types.SimpleNamespace()) == []  # not lmms-eval's store
+
+
+def test_an_unreadable_run_record_does_not_hide_the_ones_after_it():
+    R = resume.RUN_RECORD
+    db = _db(_META)
+    db.execute("INSERT INTO meta VALUES (?, ?)", (R + "a_bad", "{"))
+    db.execute("INSERT INTO meta VALUES (?, ?)", (R + "b_good", '{"started": 1}'))
+    assert db.execute("SELECT key FROM meta").fetchall() == [(R + "a_bad",), (R + "b_good",)]  # read in this order
+    assert resume._run_records(types.SimpleNamespace(db=db)) == [{"started": 1, "run_id": "b_good"}]
 
 
 def test_a_run_is_described_by_its_start_in_utc_its_output_and_id():
@@ -1269,12 +1327,57 @@ def test_a_summary_is_none_when_the_count_is_unknown_and_its_root_falls_back_to_
 
 
 def test_sources_with_as_many_answers_are_named_in_order():
-    served = {"t": [1, 2, 3]}
+    served = {"t": [3, 2, 1]}
     R = resume.RUN_RECORD
     db = _records_db({R + "b": json.dumps({"started": 2}), R + "a": json.dumps({"started": 3})})
     cache = types.SimpleNamespace(db=db, _run_id="", _model_fingerprint_hash=None, _lmms_spatial_served=served,
                                   _lmms_spatial_asked={"t": 3})  # fmt: skip
-    # 1 -> no record; 2 -> b; 3 -> a: one each, named in alphabetical order of their text
+    # 3 -> a; 2 -> b; 1 -> no record: one each, named in alphabetical order of their text, not in the order met
     assert [s["run"] for s in resume.served_summary(cache)["from"]] == sorted(
         [resume.describe_run(None), "the run of 1970-01-01 00:00:02 UTC (run id b)",
          "the run of 1970-01-01 00:00:03 UTC (run id a)"])  # fmt: skip
+
+
+def test_a_short_hash_is_sha256s_first_16_digits_and_nothing_for_nothing():
+    assert resume._short_hash("m|x") == hashlib.sha256(b"m|x").hexdigest()[:16]
+    assert resume._short_hash("") == ""
+
+
+def test_a_store_that_lacks_lmms_evals_later_attributes_is_keyed_and_recorded_as_run(tmp_path, monkeypatch, capsys):
+    from lmms_spatial.plugin import weights
+
+    monkeypatch.setattr(weights, "fingerprint", lambda args: "local:1")
+    cache = types.SimpleNamespace(model_fingerprint="m|a", db=_db(_META))  # no hash, run id or root
+    resume.fold_weights(cache, "a")
+    assert cache._model_fingerprint_hash == hashlib.sha256(b"m|a|weights:local:1").hexdigest()[:16]
+    assert [k for (k,) in cache.db.execute("SELECT key FROM meta WHERE key LIKE 'lmms_spatial_run:%'")] == [
+        resume.RUN_RECORD + "run"]  # fmt: skip
+    nothing = types.SimpleNamespace(model_fingerprint="m|a")  # no database either
+    resume.fold_weights(nothing, "a")
+    assert nothing.model_fingerprint == "m|a|weights:local:1"
+    assert capsys.readouterr().err == ""
+
+
+def test_a_request_with_another_option_index_or_no_task_is_counted_apart(tmp_path, monkeypatch):
+    from lmms_eval.api.instance import Instance
+
+    monkeypatch.setattr(run_state.STATE, "runs", [])
+    store = _real_store(tmp_path)
+    option = Instance("generate_until", ("q", {"temperature": 0}), 1, {"task": "t", "doc_id": 0, "repeats": 1})
+    untasked = Instance("generate_until", ("q", {"temperature": 0}), 0, {"task": None, "doc_id": 0, "repeats": 1})
+    try:
+        store.execute(_Echo(), "generate_until", [option])  # option 1 of document 0 kept
+        kept = store.db.execute("SELECT created_at FROM responses").fetchone()[0]
+        resume.count_served(store, "generate_until", [_request(0), option, untasked])
+        assert store._lmms_spatial_served == {"t": [kept]}  # option 0 of the same document is not option 1
+        assert store._lmms_spatial_asked == {"t": 2, "?": 1}
+    finally:
+        store.close()
+
+
+def test_the_summary_of_a_store_without_a_model_hash_names_runs_that_recorded_none():
+    R = resume.RUN_RECORD
+    db = _records_db({R + "a": json.dumps({"started": 1}), R + "b": json.dumps({"started": 2, "model_hash": "h"})})
+    cache = types.SimpleNamespace(db=db, _lmms_spatial_served={"t": [5]}, _lmms_spatial_asked={"t": 1})
+    assert resume.served_summary(cache)["from"] == [{"run": "the run of 1970-01-01 00:00:01 UTC (run id a)",
+                                                     "answers": 1}]  # fmt: skip
