@@ -951,7 +951,8 @@ def test_a_lock_left_by_an_owner_that_never_recorded_itself_is_said_so(inside_a_
     with resume._merge_lock(_lock_recording([]))("/c/.lock"):
         pass
     assert capsys.readouterr().err == (
-        "lmms-spatial: the answer store's merge lock /c/.lock was whose owner never recorded itself: taken over\n"
+        "lmms-spatial: the answer store's merge lock /c/.lock was left by a process that never recorded itself: taken "
+        "over\n"
     )
 
 
