@@ -239,6 +239,20 @@ GROUPS = (
         ("lmms_spatial/data/erp_image.py", "lmms_spatial/data/projection.py"),
         ("tests/data/test_erp_image.py", "tests/data/test_projection.py", "tests/data/test_erp_projection_units.py"),
     ),
+    # the answer store: which answers are kept (never a failure marker), their keys (weights, data fingerprints, the
+    # release), each chunk stored as it returns, the read-back of killed runs, what refuses a shared or full store
+    Group(
+        "store_resume",
+        ("lmms_spatial/plugin/resume.py",),
+        (
+            "tests/plugin/test_resume_units.py",
+            "tests/test_answer_store_chunks.py",
+            "tests/test_store_weights.py",
+            "tests/test_owners.py",
+            "tests/test_progress_bars.py",
+            "tests/test_failed_requests.py",
+        ),
+    ),  # fmt: skip
 )
 
 

@@ -480,8 +480,8 @@ def _merge_lock(original):
             return
         owner = owners.take_over_dead_merge_lock(Path(lock_dir))
         if owner is not None:
-            left = f"left by {owners.describe(owner)}, which is no longer running" if owner else "whose owner never " \
-                   "recorded itself"  # fmt: skip
+            left = f"left by {owners.describe(owner)}, which is no longer running" if owner else "left by a process " \
+                   "that never recorded itself"  # fmt: skip
             print(f"lmms-spatial: the answer store's merge lock {lock_dir} was {left}: taken over", file=sys.stderr)
         with contextlib.ExitStack() as stack:
             try:
