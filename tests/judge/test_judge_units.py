@@ -307,15 +307,19 @@ def test_the_api_key_is_redacted_when_it_is_four_characters_or_more(key: str | N
     assert _judge(api_key=key)._redact(text) == shown
 
 
-def test_an_endpoint_noted_unreachable_at_start_fails_the_first_item_at_once_naming_what_happened() -> None:
+def test_an_endpoint_noted_unreachable_at_start_fails_the_first_item_at_once_naming_what_happened(monkeypatch) -> None:
+    # a clock of the test's own (the age in the message was wall time: "1 s ago" on a loaded machine failed it)
+    now = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
     config = JudgeConfig(model="judge-a", base_url=NOWHERE, api_key="k", cache_dir=None, max_retries=0)
     note_unreachable(config, "the probe got no answer")
+    now[0] = 102.4  # 2.4 s later: shown as 2 s, within the 60 s cooldown
     with pytest.raises(JudgeUnavailableError) as caught:
         Judge("osr_negative", config).score(osr_item(1))
     assert str(caught.value).startswith(
         "judge unavailable: the probe got no answer when the run started. Check that the server is up and "
     )
-    assert "[judge marked unavailable 0 s ago; not retrying for 60 s]" in str(caught.value)
+    assert "[judge marked unavailable 2 s ago; not retrying for 60 s]" in str(caught.value)
     assert (caught.value.base_url, caught.value.model) == (NOWHERE, "judge-a")
 
 
