@@ -14,14 +14,26 @@ sizes, the call it came in) to the JSONL file named by ``$OMNI_COT_TRANSCRIPT`` 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 
 from lmms_eval.api.model import lmms
 
+from lmms_spatial.data.demo.erp import draw_object, erp_canvas
+
 BOXES_NORMALISED = "[[0.70, 0.40, 0.80, 0.60], [0.10, 0.0, 0.20, 0.30]]"
 BOXES_THOUSAND = "Boxes: [700, 400, 800, 600] and [100, 0, 200, 300]"
+
+
+def red_square_jpeg(yaw: float) -> bytes:
+    """A 256 x 128 ERP with a red square at ``yaw`` degrees (8 degrees below the horizon), as JPEG bytes."""
+    image, draw = erp_canvas(256, 128)
+    draw_object(draw, "square", "red", yaw, -8.0, 9, 256, 128)
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
 
 
 def wrong(doc) -> str:

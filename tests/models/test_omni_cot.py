@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from pathlib import Path
@@ -10,7 +9,6 @@ from pathlib import Path
 import pytest
 from lmms_eval.api.instance import Instance
 
-from lmms_spatial.data.demo.erp import draw_object, erp_canvas
 from lmms_spatial.models import omni_cot as oc
 from lmms_spatial.models import stages
 from lmms_spatial.tasks.odi_bench import adapter, omni_cot_table
@@ -19,20 +17,11 @@ TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-from omni_cot_fakes import ScriptedChat  # noqa: E402
-
-
-def _jpeg(yaw: float) -> bytes:
-    image, draw = erp_canvas(256, 128)
-    draw_object(draw, "square", "red", yaw, -8.0, 9, 256, 128)
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=90)
-    return buffer.getvalue()
-
+from omni_cot_fakes import ScriptedChat, red_square_jpeg  # noqa: E402
 
 EVO = {
     "id": "odi_evo",
-    "image": {"bytes": _jpeg(90.0), "path": None},
+    "image": {"bytes": red_square_jpeg(90.0), "path": None},
     "task": "egocentric_view_orientation",
     "question": "In which direction is the red square from my viewpoint?",
     "options": ["Front", "Right", "Back", "Left"],
@@ -40,7 +29,7 @@ EVO = {
 }
 EXIST = {
     "id": "odi_exist",
-    "image": {"bytes": _jpeg(-90.0), "path": None},
+    "image": {"bytes": red_square_jpeg(-90.0), "path": None},
     "task": "existence",
     "question": "Is there a red square around me?",
     "options": [],

@@ -4,14 +4,12 @@ written here with their arithmetic."""
 
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
 import pytest
 from lmms_eval.api.instance import Instance
 
-from lmms_spatial.data.demo.erp import draw_object, erp_canvas
 from lmms_spatial.models import omni_cot as oc
 from lmms_spatial.models import stages
 from lmms_spatial.tasks.odi_bench import adapter
@@ -20,22 +18,14 @@ TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-from omni_cot_fakes import ScriptedChat  # noqa: E402
+from omni_cot_fakes import ScriptedChat, red_square_jpeg  # noqa: E402
 
 TASK = "odi_bench_close_mixed"
 
 
-def _jpeg(yaw: float) -> bytes:
-    image, draw = erp_canvas(256, 128)
-    draw_object(draw, "square", "red", yaw, -8.0, 9, 256, 128)
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=90)
-    return buffer.getvalue()
-
-
 DOC = {
     "id": "odi_unsure",
-    "image": {"bytes": _jpeg(90.0), "path": None},
+    "image": {"bytes": red_square_jpeg(90.0), "path": None},
     "task": "egocentric_view_orientation",
     "question": "In which direction is the red square from my viewpoint?",
     "options": ["Front", "Right", "Back", "Left"],
