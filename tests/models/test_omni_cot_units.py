@@ -230,6 +230,13 @@ def test_at_most_max_boxes_are_kept_never_a_negative_slice(max_boxes, kept):
     assert oc.parse_boxes(text, 100, 50, max_boxes=max_boxes).boxes == boxes[:kept]
 
 
+def test_four_boxes_are_kept_by_default():
+    text = " ".join(
+        f"[0.{i}, 0.1, 0.{i}5, 0.2]" for i in range(1, 6)
+    )  # [0.1, 0.1, 0.15, 0.2] ... [0.5, 0.1, 0.55, 0.2]
+    assert [b[0] for b in oc.parse_boxes(text, 100, 50).boxes] == [0.1, 0.2, 0.3, 0.4]
+
+
 def test_a_reply_without_boxes_has_format_none_even_when_a_format_is_forced():
     assert oc.parse_boxes("[]", 100, 50, "pixel") == oc.ParsedBoxes([], [], "none", 0)
     assert oc.parse_boxes(None, 100, 50) == oc.ParsedBoxes([], [], "none", 0)
@@ -411,6 +418,19 @@ def test_a_state_without_a_decoded_image_or_text():
     assert (state.erp, state.text, state.question) == (None, "", "Where is the lamp?")
 
 
+def test_a_user_turn_without_content_adds_nothing():
+    model = _model()
+
+    def messages(doc):
+        return [{"role": "user"}, *to_messages(doc)]
+
+    request = Instance(
+        "generate_until", ("", messages, {}, 0, TASK, "test"), 0, {"task": TASK, "doc_id": 0, "repeats": 1}
+    )
+    state = model._state(request)
+    assert (state.erp, state.text) == (ERP_A, "Where is the lamp?\nA. left\nB. right")
+
+
 def test_erp_resize_resizes_the_erp_the_model_sees():
     model = _model(erp_resize="16x40")
     (a,) = _states(model, 1)
@@ -475,24 +495,31 @@ def test_first_answer_is_the_task_s_prompt_after_the_stripped_captions_or_the_ta
 def test_crops_from_the_grounding_reply_rounded_and_rendered_at_crop_size(projected):
     model = _model(margin=10)
     (a,) = _states(model, 1)
-    # box 1 (0.1234567 rounded to 0.123457): cx = (0.123457 + 0.3) / 2 = 0.2117285, θ = −180 + 76.22226 = −103.77774;
-    # φ = 90 − 0.3·180 = 36 (upper; yaw −103.8 is nearest −90: left); fov = (0.3 − 0.123457)·360 + 10 = 73.55548
-    # box 2: no height, dropped; box 3: θ = 90, φ = 0, fov = 36 + 10 = 46 (min 30)
-    reply = "[0.1234567, 0.2, 0.3, 0.4], [0.5, 0.5, 0.6, 0.5], [0.70, 0.40, 0.80, 0.60]"
+    # box 1 (0.1234567 rounded to 0.123457, 0.4111111 to 0.411111): cx = (0.123457 + 0.3) / 2 = 0.2117285,
+    # θ = −180 + 76.22226 = −103.77774; cy = (0.2 + 0.411111) / 2 = 0.3055555, φ = 90 − 54.99999 = 35.00001 (upper; yaw
+    # −103.8 is nearest −90: left); fov = max((0.3 − 0.123457)·360, 0.211111·180) + 10 = 63.55548 + 10 = 73.55548;
+    # each rounded to 4 decimals. Box 2: no height, dropped; box 3: θ = 90, φ = 0, fov = 36 + 10 = 46 (min 30)
+    reply = "[0.1234567, 0.2, 0.3, 0.4111111], [0.5, 0.5, 0.6, 0.5], [0.70, 0.40, 0.80, 0.60]"
     model._make_crops(a, reply)
     assert a.crops == [
-        {"box": [0.123457, 0.2, 0.3, 0.4], "theta": -103.7777, "phi": 36.0, "fov": 73.5555, "direction": "upper left"},
+        {
+            "box": [0.123457, 0.2, 0.3, 0.411111],
+            "theta": -103.7777,
+            "phi": 35.0,
+            "fov": 73.5555,
+            "direction": "upper left",
+        },
         {"box": [0.7, 0.4, 0.8, 0.6], "theta": 90.0, "phi": 0.0, "fov": 46.0, "direction": "right"},
     ]
     assert {k: a.art[k] for k in ("grounding_reply", "box_format", "boxes_raw", "boxes", "boxes_dropped_empty")} == {
         "grounding_reply": reply,
         "box_format": "normalized",
-        "boxes_raw": [[0.1234567, 0.2, 0.3, 0.4], [0.5, 0.5, 0.6, 0.5], [0.7, 0.4, 0.8, 0.6]],
-        "boxes": [[0.123457, 0.2, 0.3, 0.4], [0.7, 0.4, 0.8, 0.6]],
+        "boxes_raw": [[0.1234567, 0.2, 0.3, 0.4111111], [0.5, 0.5, 0.6, 0.5], [0.7, 0.4, 0.8, 0.6]],
+        "boxes": [[0.123457, 0.2, 0.3, 0.411111], [0.7, 0.4, 0.8, 0.6]],
         "boxes_dropped_empty": 1,
     }
     assert [im.size for im in a.crop_images] == [(12, 12), (12, 12)]
-    assert projected == [((64, 32), 1.0, "crop0", -103.7777, 36.0, 73.5555, (12, 12)),
+    assert projected == [((64, 32), 1.0, "crop0", -103.7777, 35.0, 73.5555, (12, 12)),
                          ((64, 32), 1.0, "crop1", 90.0, 0.0, 46.0, (12, 12))]  # fmt: skip
 
 
@@ -638,15 +665,16 @@ def test_oversample_none_renders_every_view_from_the_full_erp():
 
 
 def test_documents_are_answered_chunk_size_at_a_time_and_counted():
-    model = _model(docs=[DOC_A, DOC_B], chunk_size=1)
-    answers = model.generate_until([_request(0), _request(1)])
-    assert answers == ["refined a", "first b"]
-    # per chunk: captions + grounding, first + relevance, (a only) refinement
-    assert [[e["doc"] for e in batch] for batch in model.base.batches] == [["a"] * 7, ["a"] * 3, ["a"], ["b"] * 7,
-                                                                          ["b"] * 2]  # fmt: skip
+    model = _model(docs=[DOC_A, DOC_B, DOC_A], chunk_size=1)
+    answers = model.generate_until([_request(0), _request(1), _request(2)])
+    assert answers == ["refined a", "first b", "refined a"]
+    # per chunk: captions + grounding (7), first + relevance (1 + crops), refinement (a only)
+    assert [[e["doc"] for e in batch] for batch in model.base.batches] == [
+        ["a"] * 7, ["a"] * 3, ["a"], ["b"] * 7, ["b"] * 2, ["a"] * 7, ["a"] * 3, ["a"]]  # fmt: skip
+    # every count adds up over the chunks: 3 documents of 6 views, 2 + 1 + 2 crops, a refined twice
     assert {k: model.calls[k] for k in ("caption", "grounding", "first", "relevance", "refine", "final",
-                                        "documents")} == {"caption": 12, "grounding": 2, "first": 2, "relevance": 3,
-                                                          "refine": 1, "final": 2, "documents": 2}  # fmt: skip
+                                        "documents")} == {"caption": 18, "grounding": 3, "first": 3, "relevance": 5,
+                                                          "refine": 2, "final": 3, "documents": 3}  # fmt: skip
     assert oc.lookup(DOC_A, "close")["final_answer"] == "refined a" and oc.lookup(DOC_A, "close")["key"] == "close:a"
     assert oc.lookup(DOC_B, "close")["final_answer"] == "first b"
 
@@ -673,6 +701,42 @@ def test_direct_baseline_sends_the_erp_and_the_task_s_prompt_and_records_the_ans
     art = oc.lookup(DOC_A, "close")
     assert (art["method"], art["final_answer"], art["erp_size"]) == ("direct", "first a", [64, 32])
     assert (model.calls["final"], model.calls["documents"]) == (2, 2)
+
+
+def test_a_baseline_shows_one_bar_named_for_its_method_and_logs_its_counts(progress_bars, logged):
+    infos = logged("INFO")
+    model = _model(method="direct")
+    model.generate_until([_request(0), _request(1)])
+    assert [(b.desc, b.total, b.unit) for b in progress_bars] == [("omni_cot: direct answers", 2, "request")]
+    assert infos[-1] == (
+        "omni_cot (direct): {'stage': 0, 'final': 2, 'stage_cache_hits': 0, 'caption': 0, 'grounding': 0, "
+        "'first': 0, 'relevance': 0, 'refine': 0, 'documents': 2}"
+    )
+
+
+class ShortChat(EchoChat):
+    """A broken base model: leaves out the last answer of a call of refinements or of a baseline's answers (the
+    task's prompt alone); stage calls are answered whole."""
+
+    def generate_until(self, requests):
+        replies = super().generate_until(requests)
+        texts = [e["texts"][-1] for e in self.batches[-1]]
+        short = any("Rethink your answer" in t or t.startswith(("Where", "How")) for t in texts)
+        return replies[:-1] if short else replies
+
+
+def test_a_base_model_answering_fewer_refinements_fails_instead_of_keeping_first_answers():
+    model = oc.OmniCoT(base=f"{__name__}.ShortChat", view_size=8, crop_size=12, crop_filter=False)
+    model.task_dict = {TASK: {"test": [DOC_A, DOC_B]}}
+    with pytest.raises(ValueError):  # two refinements asked, one answered: b would keep its first answer
+        model.generate_until([_request(0), _request(1)])
+
+
+def test_a_base_model_answering_fewer_baseline_questions_fails_instead_of_dropping_documents():
+    model = oc.OmniCoT(base=f"{__name__}.ShortChat", view_size=8, method="direct")
+    model.task_dict = {TASK: {"test": [DOC_A, DOC_B]}}
+    with pytest.raises(ValueError):  # two documents asked, one answered: one answer for two requests
+        model.generate_until([_request(0), _request(1)])
 
 
 def test_multiview_baseline_twelve_labelled_views_at_multiview_fov(projected):
