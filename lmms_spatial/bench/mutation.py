@@ -253,6 +253,18 @@ GROUPS = (
             "tests/test_failed_requests.py",
         ),
     ),  # fmt: skip
+    # Omni-CoT's answer path: the coordinate system a grounding box is read in, its crop, which crops a relevance
+    # reply keeps, which answer is final, each stage's cache key; omni_cot_prompts.py holds string constants only
+    # (module-level: nothing to mutate; pinned by the literal-prompt tests)
+    Group(
+        "omni_cot",
+        ("lmms_spatial/models/omni_cot.py",),
+        (
+            "tests/models/test_omni_cot.py",
+            "tests/models/test_omni_cot_answer_units.py",
+            "tests/models/test_omni_cot_units.py",
+        ),
+    ),  # fmt: skip
 )
 
 
