@@ -319,7 +319,10 @@ def demo_run(request, shared_dir, offline_base_env) -> Callable[[str], DemoRun]:
                 samples = source.parent / f"{stamp}_samples_{task}.jsonl"
                 if samples.exists():
                     shutil.copy(samples, results / samples.name)
-        _cli(["report", str(results), "--out", str(out / "demo" / "report"), "--quiet"], offline_base_env, out)
+        # plots (~7 CPU s of matplotlib a report) only where a test reads them: MMSI-Bench's slice
+        # (tests/reports/test_demo_report.py); the whole demo's report draws every benchmark's
+        plots = [] if key == "mmsi" else ["--no-plots"]
+        _cli(["report", str(results), "--out", str(out / "demo" / "report"), "--quiet", *plots], offline_base_env, out)
         (out / "stdout").write_text(whole.stdout + (out / "stdout").read_text())  # the demo's table, then the report
 
     def run(key: str) -> DemoRun:

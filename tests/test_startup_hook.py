@@ -91,10 +91,13 @@ def test_lmms_evals_evaluation_tracker_writes_samples_through_the_encodable_json
     assert _python(code, offline_env) == "EncodableJson"
 
 
-def _lmms_eval_run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    exe = Path(sys.executable).with_name("lmms-eval")
-    cmd = [str(exe), *args, "--output_path", str(cwd / "out")]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=cwd)
+def _lmms_eval_run(args: list[str], env: dict[str, str], cwd: Path):
+    """``python -m lmms_eval ARGS``, a fork of the suite's pre-warmed process (tests/forkserver.py): what a run of
+    ours says when it fails; the ``lmms-eval`` script's own start (the hook in a fresh interpreter) is the
+    subject of the tests above and below, which start it."""
+    import forkserver
+
+    return forkserver.run_module("lmms_eval", [*args, "--output_path", str(cwd / "out")], env, cwd=cwd, timeout=600)
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ way: this module -> :mod:`~lmms_spatial.data.prepare`, :mod:`~lmms_spatial.data.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -100,7 +101,7 @@ def dataset_source(key: str) -> DatasetSource:
     if not path.exists():
         raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or directory")
     if path.is_dir():
-        if not any(f.suffix.lower() in _BUILDERS for f in path.rglob("*") if f.is_file()):
+        if not _has_data_files(str(path), _layout_stamp(path)):
             raise DataUnavailable(
                 f"{bench.env_var}={local!r}: the folder holds no data files ({', '.join(sorted(_BUILDERS))})"
             )
@@ -176,17 +177,48 @@ def _check_test_split(folder: Path, env_var: str, shown: str) -> None:
 
     A card's ``configs`` (README.md front matter) may name the splits itself: then datasets decides.
     """
-    readme = folder / "README.md"
-    if readme.is_file() and "configs:" in readme.read_text(encoding="utf-8", errors="replace"):
-        return
-    try:
-        from datasets.data_files import get_data_patterns
-
-        splits = sorted(str(s) for s in get_data_patterns(str(folder)))
-    except Exception:  # datasets will say what it makes of the folder
+    splits = _splits_of(str(folder), _layout_stamp(folder))
+    if splits is None:
         return
     if "test" not in splits:
         raise DataUnavailable(
             f"{env_var}={shown!r}: datasets reads this folder as split(s) {splits}, the tasks read 'test'; name the "
             "files test*.parquet (or data/test-*.parquet), or set the variable to one parquet file"
         )
+
+
+def _layout_stamp(folder: Path) -> tuple[tuple[str, int], ...]:
+    """The modification times of the folder, its README.md and its direct subfolders: a file added, removed or
+    renamed in them, or the card edited, changes it (what datasets' split patterns look at: ``test.parquet``,
+    ``data/test-*``, ``test/...``). What the checks below found is reused while it stays the same."""
+    stamp = []
+    for where in (folder, folder / "README.md", *(p for p in folder.iterdir() if p.is_dir())):
+        try:
+            stamp.append((where.name, where.stat().st_mtime_ns))
+        except OSError:  # no README.md, or gone meanwhile
+            continue
+    return tuple(sorted(stamp))
+
+
+@functools.lru_cache(maxsize=64)
+def _has_data_files(folder: str, stamp: tuple[tuple[str, int], ...]) -> bool:
+    """Whether the folder holds a file datasets can read (walked once per folder and layout, as :func:`_splits_of`)."""
+    return any(f.suffix.lower() in _BUILDERS for f in Path(folder).rglob("*") if f.is_file())
+
+
+@functools.lru_cache(maxsize=64)
+def _splits_of(folder: str, stamp: tuple[tuple[str, int], ...]) -> list[str] | None:
+    """The splits datasets reads ``folder`` as (None: a card names them, or datasets cannot tell). Asked once per
+    folder and layout: every task of a benchmark reads the same folder, and datasets' split patterns glob the
+    whole folder each time (a third of a run's task building on the fixtures, measured; more on a release with
+    thousands of images)."""
+    path = Path(folder)
+    readme = path / "README.md"
+    if readme.is_file() and "configs:" in readme.read_text(encoding="utf-8", errors="replace"):
+        return None
+    try:
+        from datasets.data_files import get_data_patterns
+
+        return sorted(str(s) for s in get_data_patterns(folder))
+    except Exception:  # datasets will say what it makes of the folder
+        return None

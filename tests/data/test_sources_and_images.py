@@ -1,6 +1,7 @@
 """Data access: Hub-or-local resolution and loud, precise failures on bad rows."""
 
 import io
+import os
 
 import pytest
 from PIL import Image
@@ -196,3 +197,24 @@ def test_a_local_folder_without_a_test_split_fails_naming_the_split_it_has(monke
     monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path))
     with pytest.raises(DataUnavailable, match=r"as split\(s\) \['train'\], the tasks read 'test'; name the files"):
         dataset_source("mmsi")
+
+
+def test_a_folders_splits_are_read_once_per_layout_and_again_after_a_file_is_renamed(monkeypatch, tmp_path):
+    """Every task of a benchmark asks for the same folder: datasets' split patterns glob it once, not once per
+    task; renaming the file (or any change to the folder's entries) is seen by the next check."""
+    import datasets.data_files
+
+    (tmp_path / "mmsi.parquet").write_bytes(b"PAR1")
+    monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(tmp_path))
+    real = datasets.data_files.get_data_patterns
+    asked = []
+    monkeypatch.setattr(datasets.data_files, "get_data_patterns", lambda folder, *a, **k: asked.append(folder)
+                        or real(folder, *a, **k))  # fmt: skip
+    for _ in range(3):  # three tasks of one benchmark
+        with pytest.raises(DataUnavailable, match=r"as split\(s\) \['train'\]"):
+            dataset_source("mmsi")
+    assert asked == [str(tmp_path)]
+    (tmp_path / "mmsi.parquet").rename(tmp_path / "test.parquet")
+    os.utime(tmp_path, ns=(0, 10**18))  # a rename within one clock tick would keep the folder's time
+    assert dataset_source("mmsi").local  # read as split 'test' now
+    assert asked == [str(tmp_path), str(tmp_path)]
