@@ -72,6 +72,9 @@ def _model(module: str, **attrs):
         ("lmms_eval.models.chat.openai", "gpt-4o", "openai", True),
         ("lmms_eval.models.chat.openai", "o3-2025-04-16", "openai", True),
         ("lmms_eval.models.chat.openai", "gpt-4.1-mini", "openai-patches", True),
+        # an Azure deployment or proxy alias in capitals: names are matched lower-cased, so still the patch rule
+        ("lmms_eval.models.chat.openai", "GPT-4.1-mini", "openai-patches", True),
+        ("lmms_eval.models.chat.litellm", "Anthropic/Claude-3-5-Sonnet", "anthropic", True),
         ("lmms_eval.models.chat.openai", "qwen-vl-plus", "qwen-vl", True),
         ("lmms_eval.models.chat.async_openai", "gemini-2.5-pro", "gemini", True),
         ("lmms_eval.models.chat.litellm", "anthropic/claude-3-5-sonnet-20241022", "anthropic", True),

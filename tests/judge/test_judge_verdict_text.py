@@ -71,3 +71,16 @@ def test_two_rubrics_never_share_a_key_for_the_same_request():
     a, b = _judge("osr_negative"), _judge("odi_open")
     request = a.request_for(osr_item(1))
     assert a.cache_key(request) != b.cache_key(request)
+
+
+@pytest.mark.parametrize(
+    ("max_tokens", "sent"),
+    [
+        (None, {"max_tokens": 64}),  # not set: the rubric's own (metrics/rubrics/osr_negative.py: 64)
+        (17, {"max_tokens": 17}),
+        (0, {}),  # 0: not sent at all, for reasoning models that reject max_tokens (docs/judge.md)
+    ],
+)
+def test_max_tokens_unset_is_the_rubrics_a_number_is_sent_and_0_is_left_out_of_the_request(max_tokens, sent):
+    request = _judge(max_tokens=max_tokens).request_for(osr_item(1))
+    assert {k: v for k, v in request.items() if k != "messages"} == {"model": "judge-a", "temperature": 0.0, **sent}
