@@ -41,9 +41,9 @@ and the run still starts at ``python -m lmms_eval``'s entry point and builds its
 A forked run's own ``python -m lmms_eval`` child (``lmms-spatial demo`` and ``bench`` start one per run, ~10 CPU s
 of imports each) is a fork of that run (:func:`_nest_children`) when a new process would be the same run: the
 child's environment differs from the run's only in our variables, its folder shadows nothing, nothing asks for a
-new session or group, and the run is on one thread once tqdm's monitor is stopped (pyarrow's pool threads, which
-a run that wrote datasets in-process may have, keep it a real process). It is a real child of the run all the
-same: its pid, exit status and ``wait4`` usage, its pipes or files on descriptors 0-2.
+new session or group, and the run is on one thread once tqdm's monitor is stopped, but for pyarrow's idle pool
+workers (a run that wrote datasets in-process has them; :func:`_fork_safe_threads`). It is a real child of the run
+all the same: its pid, exit status and ``wait4`` usage, its pipes or files on descriptors 0-2.
 """
 
 from __future__ import annotations
@@ -324,6 +324,34 @@ def _threads() -> int:
     return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
 
 
+def _fork_safe_threads() -> bool:
+    """Whether this process may fork a run: it is on one thread, or its other threads can only be pyarrow's idle
+    pool workers. A run that wrote datasets in-process (``lmms-spatial bench``) has those: ``arrow::internal::
+    ThreadPool`` workers waiting on their condition variable (seen with gdb), and the pool re-makes its state in
+    a fork's child (``ThreadPool::ProtectAgainstFork``). Everything else keeps it a real process: a Python thread
+    besides this one, an OpenMP pool (libgomp's is not fork-safe: a fork of a process that had one hung in its
+    first parallel loop, seen; so only under ``OMP_NUM_THREADS=1``, which the suite's workers set, and torch on
+    one thread), or more native threads than pyarrow's two pools hold (plus jemalloc's background thread)."""
+    import threading
+
+    extra = _threads() - 1
+    if extra == 0:
+        return True
+    pyarrow, torch = sys.modules.get("pyarrow"), sys.modules.get("torch")
+    if pyarrow is None or threading.active_count() != 1 or os.environ.get("OMP_NUM_THREADS") != "1":
+        return False
+    if torch is not None and torch.get_num_threads() != 1:
+        return False
+    jemalloc = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                jemalloc += f.read().strip() == "jemalloc_bg_thd"
+        except OSError:  # it ended meanwhile
+            continue
+    return extra - jemalloc <= pyarrow.io_thread_count() + pyarrow.cpu_count()
+
+
 def _module_files() -> dict[str, str]:
     """Top-level module -> its file or package folder, for every module imported here: what a run's folder or
     PYTHONPATH may shadow."""
@@ -392,7 +420,7 @@ def _nested_request(call: dict, started_under: tuple, parent: dict) -> dict | No
     if not forkable(env) or deep_key(env) != started_under or shadowed(_module_files(), env, Path(cwd)):
         return None
     _stop_tqdm_monitors()
-    if _threads() != 1:
+    if not _fork_safe_threads():
         return None
     keep = ("base_path", "imported_env", "task_index", "nest")
     return {"module": args[2], "args": list(args[3:]), "env": env, "cwd": cwd, **{k: parent.get(k) for k in keep}}

@@ -314,3 +314,41 @@ def test_a_forked_run_s_python_m_child_is_a_fork_of_it_only_where_a_real_process
         assert (child["forked"], child["code"], child["stderr"], child["argv"]) == (forked, 3, "inner stderr\n", [name])
         assert child["ppid"] == seen["pid"] and child["cwd"] == str(tmp_path)
     assert seen["ours_differ"]["judge"] == "none" and seen["new_session"]["judge"] is None
+
+
+THREADS_PROBE = """
+import sys, threading
+sys.path.insert(0, sys.argv[1])
+import forkserver
+import pyarrow as pa, pyarrow.parquet as pq
+seen = [(forkserver._threads(), forkserver._fork_safe_threads())]
+pq.write_table(pa.table({"a": list(range(1000))}), sys.argv[2])
+pq.read_table(sys.argv[2], pre_buffer=True, use_threads=True)  # starts pyarrow's pool workers
+seen.append((forkserver._threads(), forkserver._fork_safe_threads()))
+threading.Thread(target=threading.Event().wait, args=(30,), daemon=True).start()
+seen.append((forkserver._threads(), forkserver._fork_safe_threads()))
+print(seen)
+"""
+
+
+@pytest.mark.parametrize("omp", ["1", None])
+def test_a_run_forks_its_child_on_one_thread_or_beside_pyarrows_idle_pool_workers_only(tmp_path, omp):
+    """A run that read or wrote parquet in-process (``lmms-spatial bench``) has pyarrow's pool workers: it may
+    still fork its ``python -m lmms_eval`` child (the pool re-makes itself in a fork), but not once it has a
+    Python thread of its own, nor where an OpenMP pool may exist (``OMP_NUM_THREADS`` not 1: libgomp hangs in a
+    fork's child; numpy's OpenBLAS starts its threads on import then)."""
+    import ast
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env.update({"JE_ARROW_MALLOC_CONF": "background_thread:false", **({"OMP_NUM_THREADS": omp} if omp else {})})
+    probe = [sys.executable, "-c", THREADS_PROBE, os.path.dirname(forkserver.__file__), str(tmp_path / "t.parquet")]
+    done = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (alone, safe), (with_pool, pool_safe), (with_thread, thread_safe) = ast.literal_eval(done.stdout.strip())
+    assert with_pool > alone and with_thread == with_pool + 1  # the pool's workers, then one Python thread
+    if omp == "1":
+        assert (alone, safe, pool_safe, thread_safe) == (1, True, True, False)
+    else:
+        assert (safe, pool_safe, thread_safe) == (alone == 1, False, False)
