@@ -101,11 +101,12 @@ def dataset_source(key: str) -> DatasetSource:
     if not path.exists():
         raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or directory")
     if path.is_dir():
-        if not _has_data_files(str(path), _layout_stamp(path)):
+        stamp = _layout_stamp(path)  # one look at the folder for both checks below
+        if not _has_data_files(str(path), stamp):
             raise DataUnavailable(
                 f"{bench.env_var}={local!r}: the folder holds no data files ({', '.join(sorted(_BUILDERS))})"
             )
-        _check_test_split(path, bench.env_var, local)
+        _check_test_split(path, stamp, bench.env_var, local)
         _check_benchmark(path, bench, local)
         return DatasetSource(str(path.resolve()), {}, local=True)
     builder = _BUILDERS.get(path.suffix.lower())
@@ -172,12 +173,12 @@ def where(key: str) -> str:
     return f"{bench.repo_var}={repo}" if repo else f"{key}'s release ({bench.hub_id})"
 
 
-def _check_test_split(folder: Path, env_var: str, shown: str) -> None:
+def _check_test_split(folder: Path, stamp: tuple[tuple[str, int], ...], env_var: str, shown: str) -> None:
     """The tasks read split ``test``; datasets names splits after file names (``foo.parquet`` is ``train``).
 
     A card's ``configs`` (README.md front matter) may name the splits itself: then datasets decides.
     """
-    splits = _splits_of(str(folder), _layout_stamp(folder))
+    splits = _splits_of(str(folder), stamp)
     if splits is None:
         return
     if "test" not in splits:
