@@ -198,17 +198,29 @@ def test_a_database_locked_past_the_busy_timeout_is_raised(tmp_path: Path, monke
     assert 2 <= len(calls) < 10_000  # tried again, then gave up
 
 
-def test_a_thread_keeps_its_connection_and_a_forked_child_opens_its_own(tmp_path: Path) -> None:
-    import os
+_FORK_CHECK = """
+import os, sys
+from lmms_spatial.judge.cache import VerdictCache
+cache = VerdictCache(sys.argv[1])
+parent = cache._conn()
+assert cache._conn() is parent
+child = os.fork()
+if child == 0:
+    os._exit(0 if cache._conn() is not parent else 1)
+_, status = os.waitpid(child, 0)
+sys.exit(10 + os.waitstatus_to_exitcode(status))
+"""
 
-    cache = VerdictCache(str(tmp_path))
-    parent = cache._conn()
-    assert cache._conn() is parent
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child's exit status is the assertion
-        os._exit(0 if cache._conn() is not parent else 1)
-    _, status = os.waitpid(child, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+def test_a_thread_keeps_its_connection_and_a_forked_child_opens_its_own(tmp_path: Path) -> None:
+    # forked from a fresh one-thread interpreter: a fork of this pytest worker could copy SQLite's allocator mutex
+    # while another thread of the suite holds it, and the child would wait on it for ever (seen: a 6-minute hang)
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _FORK_CHECK, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 10, done.stderr  # 10 + the child's status 0: the child opened its own connection
 
 
 def test_a_finished_thread_s_connection_is_closed_and_a_running_one_s_is_kept_until_close(tmp_path: Path) -> None:
