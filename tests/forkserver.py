@@ -25,8 +25,9 @@ or lmms-spatial is imported in that *plain* zygote: they read ``HF_HOME``, ``HF_
 when imported, and tests set those per run (``tests/test_forkserver.py`` pins it). A *deep* zygote imports them
 too (:data:`DEEP_PRELOAD`, ~5 CPU s a run): it is started under one run's whole environment and forks only runs
 whose environment differs from it in our ``LMMS_SPATIAL_*`` variables alone (our code reads none on import,
-pinned), from a folder and ``PYTHONPATH`` that shadow none of its modules. Up to :data:`MAX_DEEP` per worker,
-the least recently used closed first. Each zygote freezes what it imported out of the garbage collector
+pinned), from a folder and ``PYTHONPATH`` that shadow none of its modules; it starts with an environment's second
+run (its first is a plain fork: a deep zygote costs more to start than one run saves). Up to :data:`MAX_DEEP` per
+worker, the least recently used closed first. Each zygote freezes what it imported out of the garbage collector
 (``gc.freeze``): a run's ``gc.collect()`` (accelerate's, between tasks) walks only the run's own objects.
 
 lmms-eval's task index of its own ~1,900 built-in YAMLs (``TaskManager._get_task_and_group`` on its
@@ -78,8 +79,11 @@ DEEP_PRELOAD = ("datasets", "transformers", "accelerate", "lmms_eval.__main__", 
                 "rich.progress")  # fmt: skip
 _DEEP_FREE_PREFIXES = ("LMMS_SPATIAL_",)
 # read when used, never on import: PYTHONUNBUFFERED (honoured in the fork), TOKENIZERS_PARALLELISM (read by
-# tokenizers when it would start threads; `lmms-spatial bench` sets it for the lmms-eval runs it starts)
-_DEEP_FREE = ("PYTHONUNBUFFERED", "TOKENIZERS_PARALLELISM")
+# tokenizers when it would start threads; `lmms-spatial bench` sets it for the lmms-eval runs it starts), and the
+# test plugin's slow_guess settings but SLOW_GUESS_STORE_PAGES (tests/e2e/plugin: read when it answers, pinned by
+# tests/test_forkserver.py), which each killed-run test sets to a log file of its own
+_DEEP_FREE = ("PYTHONUNBUFFERED", "TOKENIZERS_PARALLELISM", "SLOW_GUESS_DELAY", "SLOW_GUESS_LOG",
+              "SLOW_GUESS_HANG_AFTER")  # fmt: skip
 MAX_DEEP = 3  # per worker; the least recently used is closed for a new one
 # pyarrow's bundled jemalloc starts a purging thread when datasets is imported (a fork must happen with one thread):
 # the deep zygote switches it off for itself (memory is purged on allocation instead; no run reads this)
@@ -624,6 +628,7 @@ MAX_ZYGOTES = 3  # per worker: one per start-up environment (usually just the su
 
 _deep: dict[tuple, Zygote] = {}  # in the order of last use
 _threaded: set[tuple] = set()  # start-up environments whose deep preload starts a thread: no deep zygote for them
+_asked: set[tuple] = set()  # deep keys (deep_key) of the runs asked for so far
 
 
 def zygote(env: dict[str, str], cwd: Path | None = None) -> Zygote | None:
@@ -635,8 +640,12 @@ def zygote(env: dict[str, str], cwd: Path | None = None) -> Zygote | None:
     if switch == "0" or not hasattr(os, "fork"):
         return None
     start = tuple(sorted(_start_env(env).items()))
-    if cwd is not None and switch != "plain" and start not in _threaded:  # "plain": no deep zygote
-        key = deep_key(env)
+    key = deep_key(env)
+    # a deep zygote costs ~12 CPU s to start, a plain fork ~5 s more than a deep one: an environment's first run is
+    # a plain fork, its deep zygote starts with its second (one-off environments never pay for one)
+    again = key in _asked or key in _deep
+    _asked.add(key)
+    if cwd is not None and switch != "plain" and start not in _threaded and again:  # "plain": no deep zygote
         server = _deep.pop(key, None)
         if server is None or not server.alive():
             while len(_deep) >= MAX_DEEP:

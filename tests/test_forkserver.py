@@ -195,27 +195,60 @@ def test_a_deep_zygote_serves_only_runs_whose_environment_differs_from_its_own_i
         threaded = False
 
         def __init__(self, env, deep=False):
+            self.deep = deep
             started.append((deep, env.get("HF_HOME")))
 
         def shadows(self, env, cwd):
             return False
 
+        def close(self):  # the least recently used deep one, for a fourth
+            started.append(("closed", self.deep))
+
     monkeypatch.setattr(forkserver, "_deep", {})
     monkeypatch.setattr(forkserver, "_zygotes", {})
+    monkeypatch.setattr(forkserver, "_asked", set())
     monkeypatch.setattr(forkserver, "Zygote", Server)
     monkeypatch.delenv(forkserver.SWITCH, raising=False)
     here = forkserver.Path(".")
+    first = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"}, here)
+    assert not first.deep and started == [(False, "/a")]  # an environment's first run: the plain zygote
     one = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"}, here)
     same = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "y",
-                              "PYTHONUNBUFFERED": "1"}, here)  # fmt: skip
+                              "PYTHONUNBUFFERED": "1", "SLOW_GUESS_LOG": "/l"}, here)  # fmt: skip
+    assert one.deep and one is same and started[1:] == [(True, "/a")]  # its second starts the deep one, kept
+    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here) is first  # a new HF_HOME: plain
     other_home = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here)
+    forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "PYTHONPATH": "/p"}, here)
     other_path = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "PYTHONPATH": "/p"}, here)
-    assert one is same
+    pages = {"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "SLOW_GUESS_STORE_PAGES": "6"}  # read on import: its own
+    assert forkserver.zygote(pages, here) is first and forkserver.zygote(pages, here).deep
     assert len({id(one), id(other_home), id(other_path)}) == 3
-    assert started == [(True, "/a"), (True, "/b"), (True, "/a")]
+    assert started == [(False, "/a"), (True, "/a"), (True, "/b"), (True, "/a"), ("closed", True), (True, "/a")]
     monkeypatch.setenv(forkserver.SWITCH, "plain")
     plain = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}, here)
-    assert plain not in (one, other_home, other_path) and started[-1] == (False, "/a")
+    assert plain is first
+
+
+def test_the_test_plugin_reads_only_slow_guess_store_pages_when_imported():
+    """slow_guess's other variables are free in a deep zygote (forkserver._DEEP_FREE): read when it answers."""
+    import ast
+
+    plugin = forkserver.Path(__file__).parent / "e2e" / "plugin"
+    read = []
+    for path in sorted(plugin.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deferred = {
+            id(n)
+            for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            for part in (f.body if isinstance(f.body, list) else [f.body]) for n in ast.walk(part)
+        }  # fmt: skip
+        read += sorted({
+            n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isupper() and id(n) not in deferred
+        })  # fmt: skip
+    assert read == ["SLOW_GUESS_STORE_PAGES"]
+    assert "SLOW_GUESS_STORE_PAGES" not in forkserver._DEEP_FREE
+    assert {"SLOW_GUESS_DELAY", "SLOW_GUESS_LOG", "SLOW_GUESS_HANG_AFTER"} <= set(forkserver._DEEP_FREE)
 
 
 def test_a_folder_holding_another_copy_of_a_preloaded_module_is_not_forked_from_it(tmp_path):

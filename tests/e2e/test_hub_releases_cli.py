@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed process
 import pytest
 from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
 
@@ -49,13 +48,12 @@ def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_
     ],
 )
 def test_offline_with_no_data_fails_at_once_non_zero_with_one_line(bare_env, tmp_path, task, key):
-    exe = Path(sys.executable).with_name("lmms-eval")
-    # the Hub at a port nothing listens on: a download tried (and retried) would name it in its error
+    # the Hub at a port nothing listens on: a download tried (and retried) would name it in its error. A fork of
+    # the suite's pre-warmed process (tests/forkserver.py); the `lmms-eval` script's own start is the start-up
+    # hook tests' (tests/test_startup_hook.py)
     env = {**bare_env, "HF_ENDPOINT": "http://127.0.0.1:9"}
-    proc = subprocess.run(
-        [str(exe), "--model", "random_choice", "--tasks", task, "--limit", "1", "--output_path", str(tmp_path / "o")],
-        env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+    args = ["--model", "random_choice", "--tasks", task, "--limit", "1", "--output_path", str(tmp_path / "o")]
+    proc = forkserver.run_module("lmms_eval", args, env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"lmms-spatial: {task} failed: DataUnavailable: {key}: offline (HF_HUB_OFFLINE) and ")
