@@ -21,6 +21,11 @@ import pytest
 from lmms_spatial.data.demo import DEMO_BENCHMARKS, build_fixture
 
 REPO = Path(__file__).resolve().parents[1]
+# pytest caches a test module's rewritten asserts as bytecode, and Python our modules' bytecode, only where bytecode
+# may be written: under PYTHONDONTWRITEBYTECODE=1 (exported on this project's machines) each worker rewrote the ~290
+# test modules on every run, 6.5 of the 11 s of collection (measured). Written as Python writes it, into the
+# __pycache__ folders git ignores; the processes the tests start keep the caller's setting.
+sys.dont_write_bytecode = False
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # one compute thread per worker (and per lmms-eval it starts): N workers on N cores, instead of each
     # torch/OpenMP pool spinning on every core (measured: 18% less wall time for the e2e runs on 2 cores).
