@@ -18,7 +18,9 @@ What stays a real process (:func:`run_module` starts one):
 - every run when ``LMMS_SPATIAL_TEST_FORK=0`` is set for pytest, or when the zygote is unsafe to fork (a
   thread started by the preload other than numpy's OpenBLAS pool, which is fork-safe);
 - the runs a test asks to be real (``real=True``): each benchmark keeps one real subprocess run, and
-  tests of start-up, signals, ``accelerate launch`` or a killed run start their own processes anyway.
+  tests of start-up, ``accelerate launch`` or a dropped capability start their own processes anyway. A run a test
+  interrupts or kills midway is started in the background (:func:`start`): a fork where a new process would be
+  the same run, the child of a watcher that records its exit status, signalled by its own pid.
 
 Nothing from Hugging Face (``huggingface_hub``, ``datasets``, ``transformers``, ``evaluate``), lmms-eval
 or lmms-spatial is imported in that *plain* zygote: they read ``HF_HOME``, ``HF_HUB_OFFLINE``, ``HF_ENDPOINT``
@@ -507,22 +509,49 @@ def serve(deep: bool = False) -> None:
     hello = {"threads_started": started, "env_readers": leaked, "modules": sorted(sys.modules), "files": files,
              "failed": failed}  # fmt: skip
     replies.write(json.dumps(hello) + "\n")
+    waiters: set[int] = set()  # the watchers of background runs (start()), reaped once they end
     for line in sys.stdin:
         request = json.loads(line)
         request["base_path"] = base_path
         request["imported_env"] = imported_env
         sys.stdout.flush()
         sys.stderr.flush()
+        for waiter in list(waiters):
+            if os.waitpid(waiter, os.WNOHANG)[0]:
+                waiters.discard(waiter)
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
-                code = _child(request)
+                code = _watch(request, replies) if request.get("status") else _child(request)
             finally:
                 os._exit(code & 0xFF)
+        if request.get("status"):  # a background run: its watcher says its pid; the zygote serves the next request
+            waiters.add(pid)
+            continue
         replies.write(json.dumps({"pid": pid}) + "\n")
         _, status = os.waitpid(pid, 0)
         replies.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
+
+
+def _watch(request: dict, replies) -> int:
+    """A background run's watcher (a fork of the zygote): fork the run, say its pid, wait for it and leave its exit
+    status in the request's status file (written whole: the test polls for it), as Popen.wait would give it."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = _child(request)
+        finally:
+            os._exit(code & 0xFF)
+    replies.write(json.dumps({"pid": pid}) + "\n")
+    replies.flush()
+    _, status = os.waitpid(pid, 0)
+    path = request["status"]
+    with open(path + ".part", "w") as handle:
+        handle.write(str(os.waitstatus_to_exitcode(status)))
+    os.replace(path + ".part", path)
+    return 0
 
 
 # ---------------------------------------------------------------- the test side
@@ -607,6 +636,17 @@ class Zygote:
             raise subprocess.TimeoutExpired([module, *args], timeout, stdout, stderr)
         return code, stdout, stderr
 
+    def start(self, module: str, args: list[str], env: dict[str, str], cwd: Path, scratch: Path,
+              timeout: float) -> int:  # fmt: skip
+        """Fork a run in the background (:func:`start`): its pid; its exit status lands in ``scratch/status``."""
+        index = self.task_index_file(timeout) if module == "lmms_eval" else self.task_index
+        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index,
+                   "nest": NESTED_MODULES, "stdout": str(scratch / "stdout"), "stderr": str(scratch / "stderr"),
+                   "status": str(scratch / "status")}  # fmt: skip
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        return self._reply()["pid"]
+
     def _reply(self) -> dict:
         line = self.proc.stdout.readline()
         if not line:
@@ -689,6 +729,68 @@ def run_module(module: str, args: list[str], env: dict[str, str], cwd: Path | No
         return Done(cmd, code, stdout, stderr, forked=True)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     return Done(cmd, proc.returncode, proc.stdout, proc.stderr, forked=False)
+
+
+class Started:
+    """A run started in the background (:func:`start`), used as a :class:`subprocess.Popen` of
+    ``python -m MODULE ARGS`` would be: ``pid``, ``poll``, ``wait``, ``send_signal``, ``communicate`` (stdout and
+    stderr as text, read from files once it has ended: a run that logs much never blocks on a full pipe),
+    ``returncode`` as Popen gives it (minus the signal's number for a run a signal ended); ``forked`` says which."""
+
+    def __init__(self, args: list[str], scratch, pid: int | None = None, proc: subprocess.Popen | None = None):
+        self.args, self._scratch, self._proc, self.returncode = args, scratch, proc, None
+        self.pid = proc.pid if proc is not None else pid
+        self.forked = proc is None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            if self._proc is not None:
+                self.returncode = self._proc.poll()
+            elif (Path(self._scratch.name) / "status").exists():
+                self.returncode = int((Path(self._scratch.name) / "status").read_text())
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        self.wait(timeout)
+        return tuple(
+            (Path(self._scratch.name) / name).read_text(encoding="utf-8", errors="replace")
+            for name in ("stdout", "stderr")
+        )  # fmt: skip
+
+
+def start(module: str, args: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -> Started:
+    """``python -m MODULE ARGS`` under ``env`` in ``cwd``, started and left running: a fork of this worker's zygote
+    where :func:`run_module` would fork it (a child of a watcher process that records its exit status), else a real
+    process (SIGINT at its default, as a shell starts it). ``timeout`` bounds only the wait for the shared task
+    index (the first lmms-eval run of a test run makes it); the caller ends the run or waits for it."""
+    import tempfile
+
+    global _runs
+    _runs += 1
+    cmd = [sys.executable, "-m", module, *args]
+    scratch = tempfile.TemporaryDirectory(prefix=f"start{_runs}-")
+    folder = Path(scratch.name)
+    server = zygote(env, Path(cwd)) if forkable(env) else None
+    if server is not None:
+        return Started(cmd, scratch, pid=server.start(module, args, env, Path(cwd), folder, timeout))
+    with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=err,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    return Started(cmd, scratch, proc=proc)
 
 
 if __name__ == "__main__":

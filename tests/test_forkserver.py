@@ -71,6 +71,46 @@ def test_each_forked_run_sees_its_own_environment_arguments_folder_and_exit_stat
     assert code == 1 and stderr.rstrip().endswith("RuntimeError: probe failed")
 
 
+WAITER = textwrap.dedent(
+    """
+    import os, sys, time
+    print(os.getpid(), flush=True)
+    print("waiting", file=sys.stderr, flush=True)
+    try:
+        time.sleep(600)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_background_run_is_signalled_by_its_pid_while_the_zygote_serves_other_runs(zygote, tmp_path, monkeypatch):
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "waiter.py").write_text(WAITER)
+    (tmp_path / "mods" / "fork_probe.py").write_text(PROBE)
+    env = {**zygote.env, "PYTHONPATH": str(tmp_path / "mods")}
+    monkeypatch.setattr(forkserver, "zygote", lambda env, cwd=None: zygote)  # this module's zygote
+    first, second = (forkserver.start("waiter", [], env, cwd=tmp_path) for _ in range(2))
+    assert first.forked and second.forked and first.pid != second.pid
+    # the zygote is not waiting on them: it forks a run to its end meanwhile
+    code, _, _ = zygote.run("fork_probe", ["7"], env, tmp_path, tmp_path, timeout=300)
+    assert code == 7 and first.poll() is None and second.poll() is None
+    import time
+
+    for run in (first, second):  # its SIGINT handler is in place once it prints
+        deadline = time.monotonic() + 120
+        while "waiting" not in (forkserver.Path(run._scratch.name) / "stderr").read_text():
+            assert time.monotonic() < deadline, "the background run never started"
+            time.sleep(0.02)
+    first.send_signal(forkserver.signal.SIGINT)
+    second.send_signal(forkserver.signal.SIGKILL)
+    assert first.communicate(timeout=60) == (f"{first.pid}\n", "waiting\ninterrupted\n")  # the pid is the run's
+    assert first.returncode == 130
+    assert second.wait(timeout=60) == -forkserver.signal.SIGKILL and second.communicate()[1] == "waiting\n"
+
+
 def test_a_run_that_switches_the_start_up_hook_off_or_fixes_the_hash_seed_is_a_real_process(tmp_path):
     base = {"PATH": "/bin", "OMP_NUM_THREADS": "1", "HF_HOME": "/a"}
     assert forkserver.forkable({**base, "LMMS_SPATIAL_JUDGE": "none", "PYTHONPATH": str(tmp_path)})

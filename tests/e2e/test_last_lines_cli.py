@@ -19,12 +19,11 @@ import os
 import random
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
+import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed process
 import pytest
 
 from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply, osr_reply
@@ -58,10 +57,10 @@ def interrupted(offline_env, lmms_eval_with_env, tmp_path_factory):
     """A run stopped with SIGINT (Ctrl-C) once 2 of its 4 answers are saved, then the same command."""
     root = tmp_path_factory.mktemp("interrupted")
     out = root / "out"
-    cmd = [sys.executable, "-m", "lmms_eval", *ARGS, "--output_path", str(out), "--log_samples"]
-    proc = subprocess.Popen(cmd, env=_env(offline_env, root / "first.log", SLOW_GUESS_HANG_AFTER="2"), cwd=root,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    # a fork of the suite's pre-warmed process where a new one would be the same run (tests/forkserver.py), SIGINT
+    # at its default as a shell starts it
+    proc = forkserver.start("lmms_eval", [*ARGS, "--output_path", str(out), "--log_samples"],
+                            _env(offline_env, root / "first.log", SLOW_GUESS_HANG_AFTER="2"), cwd=root)  # fmt: skip
     deadline = time.monotonic() + 600
     while _audit_lines(out) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)  # the first chunk (2 answers) is on disk, and the model hangs on the next

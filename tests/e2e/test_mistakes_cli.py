@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed process
 import pytest
 
 from lmms_spatial.paths import tasks_dir
@@ -109,8 +108,8 @@ def second_runs(offline_env, lmms_eval_with_env, tmp_path_factory):
     root = tmp_path_factory.mktemp("live")
     out = root / "out"
     first_env = _plugin_env(offline_env, root / "first.log", LMMS_CACHE_RUN_ID="job42", SLOW_GUESS_HANG_AFTER="2")
-    first = subprocess.Popen([sys.executable, "-m", "lmms_eval", *ARGS, "--output_path", str(out), "--log_samples"],
-                             env=first_env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    # each a fork of the suite's pre-warmed process where a new one would be the same run (tests/forkserver.py)
+    first = forkserver.start("lmms_eval", [*ARGS, "--output_path", str(out), "--log_samples"], first_env, cwd=root)
     audit = out / "cache" / "runs" / "job42" / "rank_0.audit.jsonl"
     deadline = time.monotonic() + 600
     while len(_lines(audit)) < 2 and first.poll() is None and time.monotonic() < deadline:
@@ -118,9 +117,9 @@ def second_runs(offline_env, lmms_eval_with_env, tmp_path_factory):
     try:
         assert first.poll() is None, "the first run ended before the others started"
         own = lmms_eval_with_env(_plugin_env(offline_env, root / "own.log"), out, *ARGS)
-        same = subprocess.run([sys.executable, "-m", "lmms_eval", *ARGS, "--output_path", str(out), "--log_samples"],
-                              env=_plugin_env(offline_env, root / "same.log", LMMS_CACHE_RUN_ID="job42"), cwd=root,
-                              capture_output=True, text=True, timeout=900)  # fmt: skip
+        same = forkserver.run_module("lmms_eval", [*ARGS, "--output_path", str(out), "--log_samples"],
+                                     _plugin_env(offline_env, root / "same.log", LMMS_CACHE_RUN_ID="job42"), cwd=root,
+                                     timeout=900)  # fmt: skip
         alive = first.poll() is None
     finally:
         first.send_signal(signal.SIGKILL)

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed process
 import pytest
 
 PLUGIN = Path(__file__).parent / "plugin"
@@ -48,10 +47,10 @@ def runs(offline_env, lmms_eval_with_env, tmp_path_factory):
     reference = lmms_eval_with_env(_env(offline_env, root / "reference.log", 0.0), root / "reference", *ARGS)
 
     out = root / "interrupted"
-    cmd = [sys.executable, "-m", "lmms_eval", *ARGS, "--output_path", str(out), "--log_samples"]
     first_log = root / "first.log"
-    proc = subprocess.Popen(cmd, env=_env(offline_env, first_log, 0.5), cwd=root, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    # a fork of the suite's pre-warmed process where a new one would be the same run (tests/forkserver.py)
+    proc = forkserver.start("lmms_eval", [*ARGS, "--output_path", str(out), "--log_samples"],
+                            _env(offline_env, first_log, 0.5), cwd=root)  # fmt: skip
     deadline = time.monotonic() + 600
     while len(_asked(first_log)) < 10 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
