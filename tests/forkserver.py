@@ -59,6 +59,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 # imported once in the zygote: expensive, and reading no variable that a test sets per run. Not pandas:
@@ -326,6 +327,19 @@ _index_reused = False  # in a fork: the built-in task index is served (a nested 
 NESTED_MODULES = ("lmms_eval",)
 
 
+def _fork_into(run) -> int:
+    """Fork; the child calls ``run()`` and exits with the status it returns (1 if it raises), never returning
+    into the caller's code; the parent gets the child's pid."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = run()
+        finally:
+            os._exit(code & 0xFF)
+    return pid
+
+
 def _threads() -> int:
     return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
 
@@ -455,21 +469,18 @@ def _nest_children(request: dict) -> None:
         p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite = (call[k] for k in ends)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                for fd, own in ((0, p2cread), (1, c2pwrite), (2, errwrite)):
-                    if own != -1 and own != fd:
-                        os.dup2(own, fd)
-                for own in {p2cwrite, c2pread, errread} - {-1, 0, 1, 2}:  # the parent's ends of the pipes
-                    os.close(own)
-                subprocess.Popen._execute_child = original
-                atexit._clear()  # the parent's exit functions are the parent's
-                code = _become(child)
-            finally:
-                os._exit(code & 0xFF)
-        self.pid = pid
+
+        def become() -> int:
+            for fd, own in ((0, p2cread), (1, c2pwrite), (2, errwrite)):
+                if own != -1 and own != fd:
+                    os.dup2(own, fd)
+            for own in {p2cwrite, c2pread, errread} - {-1, 0, 1, 2}:  # the parent's ends of the pipes
+                os.close(own)
+            subprocess.Popen._execute_child = original
+            atexit._clear()  # the parent's exit functions are the parent's
+            return _become(child)
+
+        self.pid = _fork_into(become)
         self._child_created = True
         self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
 
@@ -519,14 +530,9 @@ def serve(deep: bool = False) -> None:
         for waiter in list(waiters):
             if os.waitpid(waiter, os.WNOHANG)[0]:
                 waiters.discard(waiter)
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                code = _watch(request, replies) if request.get("status") else _child(request)
-            finally:
-                os._exit(code & 0xFF)
-        if request.get("status"):  # a background run: its watcher says its pid; the zygote serves the next request
+        background = bool(request.get("status"))
+        pid = _fork_into(partial(_watch, request, replies) if background else partial(_child, request))
+        if background:  # a background run: its watcher says its pid; the zygote serves the next request
             waiters.add(pid)
             continue
         replies.write(json.dumps({"pid": pid}) + "\n")
@@ -537,13 +543,7 @@ def serve(deep: bool = False) -> None:
 def _watch(request: dict, replies) -> int:
     """A background run's watcher (a fork of the zygote): fork the run, say its pid, wait for it and leave its exit
     status in the request's status file (written whole: the test polls for it), as Popen.wait would give it."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            code = _child(request)
-        finally:
-            os._exit(code & 0xFF)
+    pid = _fork_into(partial(_child, request))
     replies.write(json.dumps({"pid": pid}) + "\n")
     replies.flush()
     _, status = os.waitpid(pid, 0)
@@ -613,12 +613,15 @@ class Zygote:
 
     def run(self, module: str, args: list[str], env: dict[str, str], cwd: Path, scratch: Path,
             timeout: float, nest: tuple[str, ...] = NESTED_MODULES) -> tuple[int, str, str]:  # fmt: skip
-        # made for the first lmms-eval run, ours or one our CLI starts (demo, bench: nested forks of the run);
-        # a zygote that only runs `lmms-spatial report` never pays for it
+        return self._run(self._request(module, args, env, cwd, timeout, nest), scratch, timeout)
+
+    def _request(self, module: str, args: list[str], env: dict[str, str], cwd: Path, timeout: float,
+                 nest: tuple[str, ...]) -> dict:  # fmt: skip
+        # the task index is made for the first lmms-eval run, ours or one our CLI starts (demo, bench: nested forks
+        # of the run); a zygote that only runs `lmms-spatial report` never pays for it
         starts = module == "lmms_eval" or (module == "lmms_spatial.cli" and args[:1] in (["demo"], ["bench"]))
         index = self.task_index_file(timeout) if starts else self.task_index
-        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index, "nest": nest}
-        return self._run(request, scratch, timeout)
+        return {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index, "nest": nest}
 
     def _run(self, request: dict, scratch: Path, timeout: float) -> tuple[int, str, str]:
         out, err = scratch / "stdout", scratch / "stderr"
@@ -639,10 +642,8 @@ class Zygote:
     def start(self, module: str, args: list[str], env: dict[str, str], cwd: Path, scratch: Path,
               timeout: float) -> int:  # fmt: skip
         """Fork a run in the background (:func:`start`): its pid; its exit status lands in ``scratch/status``."""
-        index = self.task_index_file(timeout) if module == "lmms_eval" else self.task_index
-        request = {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index,
-                   "nest": NESTED_MODULES, "stdout": str(scratch / "stdout"), "stderr": str(scratch / "stderr"),
-                   "status": str(scratch / "status")}  # fmt: skip
+        request = {**self._request(module, args, env, cwd, timeout, NESTED_MODULES),
+                   **{name: str(scratch / name) for name in ("stdout", "stderr", "status")}}  # fmt: skip
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         return self._reply()["pid"]
@@ -683,7 +684,7 @@ def zygote(env: dict[str, str], cwd: Path | None = None) -> Zygote | None:
     key = deep_key(env)
     # a deep zygote costs ~12 CPU s to start, a plain fork ~5 s more than a deep one: an environment's first run is
     # a plain fork, its deep zygote starts with its second (one-off environments never pay for one)
-    again = key in _asked or key in _deep
+    again = key in _asked  # every key of _deep was asked for before
     _asked.add(key)
     if cwd is not None and switch != "plain" and start not in _threaded and again:  # "plain": no deep zygote
         server = _deep.pop(key, None)
@@ -739,6 +740,7 @@ class Started:
 
     def __init__(self, args: list[str], scratch, pid: int | None = None, proc: subprocess.Popen | None = None):
         self.args, self._scratch, self._proc, self.returncode = args, scratch, proc, None
+        self._folder = Path(scratch.name)
         self.pid = proc.pid if proc is not None else pid
         self.forked = proc is None
 
@@ -746,8 +748,8 @@ class Started:
         if self.returncode is None:
             if self._proc is not None:
                 self.returncode = self._proc.poll()
-            elif (Path(self._scratch.name) / "status").exists():
-                self.returncode = int((Path(self._scratch.name) / "status").read_text())
+            elif (self._folder / "status").exists():
+                self.returncode = int((self._folder / "status").read_text())
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
@@ -767,9 +769,8 @@ class Started:
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
         self.wait(timeout)
         return tuple(
-            (Path(self._scratch.name) / name).read_text(encoding="utf-8", errors="replace")
-            for name in ("stdout", "stderr")
-        )  # fmt: skip
+            (self._folder / name).read_text(encoding="utf-8", errors="replace") for name in ("stdout", "stderr")
+        )
 
 
 def start(module: str, args: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -> Started:
