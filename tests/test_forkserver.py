@@ -101,7 +101,7 @@ def test_a_background_run_is_signalled_by_its_pid_while_the_zygote_serves_other_
 
     for run in (first, second):  # its SIGINT handler is in place once it prints
         deadline = time.monotonic() + 120
-        while "waiting" not in (forkserver.Path(run._scratch.name) / "stderr").read_text():
+        while "waiting" not in (run._folder / "stderr").read_text():
             assert time.monotonic() < deadline, "the background run never started"
             time.sleep(0.02)
     first.send_signal(forkserver.signal.SIGINT)
@@ -205,6 +205,20 @@ def test_a_forked_run_reuses_lmms_eval_s_built_in_task_index_and_indexes_other_f
     assert forked == {**fresh, "shared": True}
 
 
+def _run_on_import(path):
+    """The AST nodes of the module at ``path`` that run when it is imported: all but those inside a function or
+    lambda body (a decorator or a default value runs on import; a body runs when called)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    deferred = {
+        id(n)
+        for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        for part in (f.body if isinstance(f.body, list) else [f.body]) for n in ast.walk(part)
+    }  # fmt: skip
+    return [n for n in ast.walk(tree) if id(n) not in deferred]
+
+
 def test_our_code_reads_no_variable_when_imported():
     """A deep zygote (lmms-eval and ours imported once) serves runs that differ from it only in our variables
     (``LMMS_SPATIAL_*``): right only while no module of ours reads one on import, outside a function body."""
@@ -214,16 +228,10 @@ def test_our_code_reads_no_variable_when_imported():
     found = []
     for folder in ("lmms_spatial", "tasks", "metrics"):
         for path in sorted((root / folder).rglob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            deferred = {
-                id(n)
-                for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-                for part in (f.body if isinstance(f.body, list) else [f.body]) for n in ast.walk(part)
-            }  # fmt: skip
             found += [
                 f"{path.relative_to(root)}:{n.lineno}"
-                for n in ast.walk(tree)
-                if isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") and id(n) not in deferred
+                for n in _run_on_import(path)
+                if isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv")
             ]
     assert found == []
 
@@ -276,15 +284,9 @@ def test_the_test_plugin_reads_only_slow_guess_store_pages_when_imported():
     plugin = forkserver.Path(__file__).parent / "e2e" / "plugin"
     read = []
     for path in sorted(plugin.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        deferred = {
-            id(n)
-            for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-            for part in (f.body if isinstance(f.body, list) else [f.body]) for n in ast.walk(part)
-        }  # fmt: skip
         read += sorted({
-            n.value for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isupper() and id(n) not in deferred
+            n.value for n in _run_on_import(path)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isupper()
         })  # fmt: skip
     assert read == ["SLOW_GUESS_STORE_PAGES"]
     assert "SLOW_GUESS_STORE_PAGES" not in forkserver._DEEP_FREE
