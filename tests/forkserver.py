@@ -408,10 +408,19 @@ def _stop_tqdm_monitors() -> None:
     if tqdm_monitor is None:
         return
     import threading
+    import time
 
+    before = _threads()
+    stopped = 0
     for thread in threading.enumerate():
         if isinstance(thread, tqdm_monitor.TMonitor):
-            thread.exit()
+            thread.exit()  # joins it: its Python side has ended
+            stopped += 1
+    # its native thread leaves /proc/self/task a moment after the join returns (seen under load: a child that would
+    # have forked started as a real process): wait for it, at most 1 s
+    deadline = time.monotonic() + 1
+    while stopped and _threads() > before - stopped and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 def _nested_request(call: dict, started_under: tuple, parent: dict) -> dict | None:
