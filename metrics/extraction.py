@@ -272,10 +272,11 @@ def _match_option_text(text: str, options: Sequence[str], allowed: str) -> Extra
     for idx, opt in enumerate(normalised):
         if opt and reply == opt:
             return Extraction(allowed[idx], "option_text_exact")
+    # the substring test first: a long reply that names no option is not scanned once per option
     hits = [
         idx
         for idx, opt in enumerate(normalised)
-        if opt and re.search(rf"(?<![a-z0-9]){re.escape(opt)}(?![a-z0-9])", reply)
+        if opt and opt in reply and re.search(rf"(?<![a-z0-9]){re.escape(opt)}(?![a-z0-9])", reply)
     ]
     # Drop options that are only contained in a longer matching option ("left" in "front left").
     hits = [i for i in hits if not any(j != i and normalised[i] in normalised[j] for j in hits)]
@@ -327,12 +328,14 @@ def extract_choice_robust(response: Any, allowed: str, options: Sequence[str] | 
     alternatives = _ALTERNATIVES.search(stripped)  # "A or B": the model hedged; no letter wins
     if alternatives and alternatives.group(1) != alternatives.group(2):
         return _unparsed(f"conflict:{alternatives.group(1)}/{alternatives.group(2)}")
-    ruled_out = {
-        letter for _, fragment, _ in _fragments(_DECLARED, text, "", negated=True)
-        for letter in _letters_in_declaration(fragment, allowed)
-    }  # fmt: skip
     standalone = [m.group(1) for m in _STANDALONE.finditer(stripped)]
-    standalone = [s for s in standalone if s in allowed and s not in ruled_out]
+    standalone = [s for s in standalone if s in allowed]
+    if standalone:  # the negated declarations are looked for only when there is a letter they could rule out
+        ruled_out = {
+            letter for _, fragment, _ in _fragments(_DECLARED, text, "", negated=True)
+            for letter in _letters_in_declaration(fragment, allowed)
+        }  # fmt: skip
+        standalone = [s for s in standalone if s not in ruled_out]
     decided = _decide(standalone, allowed, "standalone_letter")
     if decided is not None:
         return decided
@@ -386,6 +389,8 @@ def extract_choice_final(response: Any, allowed: str, options: Sequence[str] | N
         last = extract_choice_robust(lines[-1], allowed, options)
         if last.parsed:
             return Extraction(last.value, f"last_line:{last.reason}")
+        if lines[-1] == text:  # the reply is that one line: the whole reply would give the same
+            return last
     return extract_choice_robust(text, allowed, options)
 
 

@@ -87,7 +87,7 @@ _DEEP_FREE_PREFIXES = ("LMMS_SPATIAL_",)
 # tests/test_forkserver.py), which each killed-run test sets to a log file of its own
 _DEEP_FREE = ("PYTHONUNBUFFERED", "TOKENIZERS_PARALLELISM", "SLOW_GUESS_DELAY", "SLOW_GUESS_LOG",
               "SLOW_GUESS_HANG_AFTER")  # fmt: skip
-MAX_DEEP = 3  # per worker; the least recently used is closed for a new one
+MAX_DEEP = 5  # per worker (~1 GB each); the least recently used is closed for a new one
 # pyarrow's bundled jemalloc starts a purging thread when datasets is imported (a fork must happen with one thread):
 # the deep zygote switches it off for itself (memory is purged on allocation instead; no run reads this)
 _NO_JEMALLOC_THREAD = {"JE_ARROW_MALLOC_CONF": "background_thread:false"}

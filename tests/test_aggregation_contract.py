@@ -56,6 +56,13 @@ def task_manager():
 
 
 @pytest.fixture(scope="module")
+def built() -> dict[str, list]:
+    """benchmark key -> its task dicts, built once for the module: every judge state scores the same tasks (the
+    judge is read when a record is scored, not when a task is built)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
 def server():
     with FakeJudgeServer() as srv:
         yield srv
@@ -115,7 +122,7 @@ def _is_finite_number(value) -> bool:
 
 
 @pytest.mark.parametrize(("key", "state"), _cases())
-def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, state, task_manager, offline_env,
+def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, state, task_manager, built, offline_env,
                                                                           server, monkeypatch):  # fmt: skip
     from lmms_eval.evaluator_utils import TaskOutput, consolidate_group_results, consolidate_results
     from lmms_eval.tasks import get_task_dict
@@ -124,7 +131,9 @@ def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, s
         monkeypatch.setenv(name, value)
     _set_judge(state, monkeypatch, server)
 
-    task_dicts = [get_task_dict([root], task_manager) for root in _benchmark_roots(key, task_manager)]
+    if key not in built:
+        built[key] = [get_task_dict([root], task_manager) for root in _benchmark_roots(key, task_manager)]
+    task_dicts = built[key]
     for round_, reply in enumerate(HOSTILE_REPLIES):  # one round per reply: every document answered once, as in a run
         mapless = round_ % 2 == 1  # OSR-Bench's with-map tasks: the reply as the map, or no map at all
         drawn = (lambda stage, key: None) if mapless else (lambda stage, key, r=reply: {"key": key, "output": r})

@@ -256,6 +256,7 @@ def test_a_deep_zygote_serves_only_runs_whose_environment_differs_from_its_own_i
     monkeypatch.setattr(forkserver, "_zygotes", {})
     monkeypatch.setattr(forkserver, "_asked", set())
     monkeypatch.setattr(forkserver, "Zygote", Server)
+    monkeypatch.setattr(forkserver, "MAX_DEEP", 3)  # three kept: the fourth below closes the least recently used
     monkeypatch.delenv(forkserver.SWITCH, raising=False)
     here = forkserver.Path(".")
     first = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"}, here)

@@ -8,6 +8,7 @@ import sys
 import types
 from pathlib import Path
 
+import forkserver  # tests/forkserver.py: runs as forks of a pre-warmed interpreter
 import pytest
 
 from lmms_spatial.paths import tasks_dir
@@ -30,12 +31,21 @@ INDEX = (
 )
 
 
-def test_task_manager_indexes_our_tasks_without_include_path(offline_env):
-    assert _python(INDEX, offline_env) == "True"
+def _python_m(code: str, env: dict[str, str], folder: Path) -> str:
+    """``python -m`` of ``code``, a fork of the worker's pre-warmed interpreter (which ran our ``.pth`` when it
+    started: tests/forkserver.py) where that is the same run."""
+    (folder / "snippet.py").write_text(code)
+    run = forkserver.run_module("snippet", [], env, cwd=folder, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout.strip()
+
+
+def test_task_manager_indexes_our_tasks_without_include_path(offline_env, tmp_path):
+    assert _python_m(INDEX, offline_env, tmp_path) == "True"
 
 
 def test_the_hook_can_be_switched_off(offline_env):
-    assert _python(INDEX, {**offline_env, "LMMS_SPATIAL_DISABLE_HOOK": "1"}) == "False"
+    assert _python(INDEX, {**offline_env, "LMMS_SPATIAL_DISABLE_HOOK": "1"}) == "False"  # a fresh interpreter
 
 
 def _fake_tasks_module():
@@ -86,17 +96,16 @@ def test_samples_with_a_lone_surrogate_are_written_as_json_that_reads_back_the_s
     assert "é" in text  # ordinary text is untouched
 
 
-def test_lmms_evals_evaluation_tracker_writes_samples_through_the_encodable_json(offline_env):
+def test_lmms_evals_evaluation_tracker_writes_samples_through_the_encodable_json(offline_env, tmp_path):
     code = "import lmms_eval.loggers.evaluation_tracker as t; print(type(t.json).__name__)"
-    assert _python(code, offline_env) == "EncodableJson"
+    assert _python_m(code, offline_env, tmp_path) == "EncodableJson"
 
 
 def _lmms_eval_run(args: list[str], env: dict[str, str], cwd: Path):
     """``python -m lmms_eval ARGS``, a fork of the suite's pre-warmed process (tests/forkserver.py): what a run of
     ours says when it fails; the ``lmms-eval`` script's own start (the hook in a fresh interpreter) is the
-    subject of the tests above and below, which start it."""
-    import forkserver
-
+    subject of ``test_lmms_eval_tasks_list_shows_our_tasks`` and the tests without the ``.pth`` file, which start
+    it."""
     return forkserver.run_module("lmms_eval", [*args, "--output_path", str(cwd / "out")], env, cwd=cwd, timeout=600)
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# one worker: its runs share a pre-warmed process of their own (CUDA_VISIBLE_DEVICES picks it) and the stock run
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fast_vlm_cli")]
 
 LIMIT = 4
 MODEL_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=12544,attn_implementation=sdpa"
@@ -25,16 +26,30 @@ def checkpoint(tiny_qwen2_5_vl) -> Path:
     return tiny_qwen2_5_vl  # built once per test run (tests/conftest.py)
 
 
-def _run(lmms_eval, model: str, checkpoint: Path, batch_size: int, extra: str = ""):
-    return lmms_eval(
+def _args(model: str, checkpoint: Path, batch_size: int, extra: str = "") -> list[str]:
+    return [
         "--model", model,
         "--model_args", f"pretrained={checkpoint},{MODEL_ARGS}{extra}",
         "--tasks", "mmsi_vanilla",
         "--limit", str(LIMIT),
         "--batch_size", str(batch_size),
         "--gen_kwargs", "max_new_tokens=8",
-        env={"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"},
-    )  # fmt: skip
+    ]  # fmt: skip
+
+
+ENV = {"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+
+
+def _run(lmms_eval, model: str, checkpoint: Path, batch_size: int, extra: str = ""):
+    return lmms_eval(*_args(model, checkpoint, batch_size, extra), env=ENV)
+
+
+@pytest.fixture(scope="module")
+def fast_stock(lmms_eval_into, checkpoint, tmp_path_factory):
+    """fast_vlm at ``batch_size 1`` with stock vision attention: compared with lmms-eval's class and with two
+    processes (one run, read by both tests)."""
+    return lmms_eval_into(tmp_path_factory.mktemp("fast_stock") / "run",
+                          *_args("fast_vlm", checkpoint, 1, ",vision_attention=stock"), env=ENV)  # fmt: skip
 
 
 def _responses(run) -> dict[int, str]:
@@ -45,9 +60,9 @@ def _responses(run) -> dict[int, str]:
     return out
 
 
-def test_fast_vlm_answers_every_mmsi_sample_as_lmms_eval_qwen2_5_vl_does(lmms_eval, checkpoint):
+def test_fast_vlm_answers_every_mmsi_sample_as_lmms_eval_qwen2_5_vl_does(lmms_eval, checkpoint, fast_stock):
     reference = _run(lmms_eval, "qwen2_5_vl", checkpoint, 1)
-    fast = _run(lmms_eval, "fast_vlm", checkpoint, 1, ",vision_attention=stock")
+    fast = fast_stock
     log = fast.stderr[-6000:]
 
     assert fast.results["config"]["model_backend"] == "lmms_spatial.models.fast_vlm.FastVLM (chat)", log
@@ -83,7 +98,7 @@ def _run_two_processes(offline_env: dict, checkpoint: Path, out: Path):
         "--tasks", "mmsi_vanilla", "--limit", str(LIMIT), "--batch_size", "1",
         "--gen_kwargs", "max_new_tokens=8", "--output_path", str(out), "--log_samples",
     ]  # fmt: skip
-    env = {**offline_env, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1", "ACCELERATE_USE_CPU": "true"}
+    env = {**offline_env, **ENV, "ACCELERATE_USE_CPU": "true"}
     out.mkdir(parents=True)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=out)
     results_files = sorted(out.rglob("*_results.json"))
@@ -96,10 +111,10 @@ def _run_two_processes(offline_env: dict, checkpoint: Path, out: Path):
 
 
 def test_two_cpu_processes_under_accelerate_answer_each_document_once_as_one_process(
-    lmms_eval, checkpoint, offline_env, tmp_path
+    checkpoint, fast_stock, offline_env, tmp_path
 ):
     """Data parallel as lmms-eval splits it (each rank takes its share by rank and world size)."""
-    one = _run(lmms_eval, "fast_vlm", checkpoint, 1, ",vision_attention=stock")
+    one = fast_stock
     two = _run_two_processes(offline_env, checkpoint, tmp_path / "two")
     log = two.stdout[-3000:] + two.stderr[-3000:]
     assert sorted(_responses(two)) == list(range(LIMIT)), log  # none lost, none answered twice
@@ -122,7 +137,7 @@ def test_staged_and_omni_cot_run_over_fast_vlm(lmms_eval, checkpoint, model, ext
         "--model_args", f"base=fast_vlm,pretrained={checkpoint},{MODEL_ARGS}{extra}",
         "--tasks", task, "--limit", "2", "--batch_size", "2",
         "--gen_kwargs", "max_new_tokens=8",
-        env={"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"},
+        env=ENV,
     )  # fmt: skip
     log = run.stdout[-4000:] + run.stderr[-4000:]
     samples = run.samples[task]

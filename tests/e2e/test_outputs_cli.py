@@ -21,19 +21,22 @@ pytestmark = pytest.mark.slow
 
 PLUGIN = Path(__file__).parent / "plugin"
 SECOND = "20260101_000000"
-# lmms-eval's CLI with its clock stopped at one second: the two runs certainly start "in the same second"
+# lmms-eval's CLI with its clock stopped at one second (`python -m stopped_clock ARGS`, a module written into the
+# runs' folder): the two runs certainly start "in the same second"
 STOPPED_CLOCK = (
-    f"import lmms_eval.utils as u; u.get_datetime_str = lambda timezone=None: {SECOND!r}; "
-    "from lmms_eval.__main__ import cli_evaluate; cli_evaluate()"
+    f"import lmms_eval.utils as u\nu.get_datetime_str = lambda timezone=None: {SECOND!r}\n"
+    "from lmms_eval.__main__ import cli_evaluate\ncli_evaluate()\n"
 )
 
 
 def test_two_runs_started_in_one_second_keep_their_own_files_and_the_report_reads_each(offline_env, tmp_path):
     out = tmp_path / "runs"
+    (tmp_path / "stopped_clock.py").write_text(STOPPED_CLOCK)
+    # both running at once, each a fork of the suite's pre-warmed process where a new one would be the same run
     procs = [
-        subprocess.Popen([sys.executable, "-c", STOPPED_CLOCK, "--model", "random_choice", "--model_args",
-                          f"seed={seed}", "--tasks", "mmsi_vanilla", "--output_path", str(out), "--log_samples"],
-                         env=offline_env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        forkserver.start("stopped_clock", ["--model", "random_choice", "--model_args", f"seed={seed}", "--tasks",
+                                           "mmsi_vanilla", "--output_path", str(out), "--log_samples"],
+                         offline_env, cwd=tmp_path)
         for seed in (0, 1)
     ]  # fmt: skip
     for proc in procs:
@@ -92,8 +95,9 @@ def test_a_read_only_output_folder_fails_the_run_naming_it_and_the_same_command_
     (lock / "owner.json").write_text(json.dumps({"pid": dead, "hostname": socket.gethostname(), "created_at": 0}))
     path = os.pathsep.join(p for p in (str(PLUGIN), offline_env.get("PYTHONPATH", "")) if p)
     env = {**offline_env, "PYTHONPATH": path, "LMMS_EVAL_PLUGINS": "lmms_spatial_test_models"}
-    command = [sys.executable, "-m", "lmms_eval", "--model", "slow_guess", "--tasks", "mmsi_vanilla", "--output_path",
-               str(out), "--use_cache", str(answers), "--log_samples"]  # fmt: skip
+    args = ["--model", "slow_guess", "--tasks", "mmsi_vanilla", "--output_path", str(out), "--use_cache", str(answers),
+            "--log_samples"]  # fmt: skip
+    command = [sys.executable, "-m", "lmms_eval", *args]
 
     first = subprocess.run(_without_dac_override() + command, env={**env, "SLOW_GUESS_LOG": str(tmp_path / "1.log")},
                            cwd=tmp_path, capture_output=True, text=True, timeout=900)  # fmt: skip
@@ -110,8 +114,9 @@ def test_a_read_only_output_folder_fails_the_run_naming_it_and_the_same_command_
     assert (answers / "cache.db").exists() and not lock.exists()  # merged at once, not after lmms-eval's 60 s
 
     out.chmod(0o755)
-    again = subprocess.run(command, env={**env, "SLOW_GUESS_LOG": str(tmp_path / "2.log")}, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=900)  # fmt: skip
+    # the same command (a fork of the suite's pre-warmed process where a new one would be the same run)
+    again = forkserver.run_module("lmms_eval", args, {**env, "SLOW_GUESS_LOG": str(tmp_path / "2.log")},
+                                  cwd=tmp_path, timeout=900)  # fmt: skip
     assert again.returncode == 0, again.stderr[-3000:]
     assert not (tmp_path / "2.log").exists() or (tmp_path / "2.log").read_text() == ""  # no question asked again
     results = json.loads(next(out.glob("*_results.json")).read_text())

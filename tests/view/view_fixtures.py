@@ -4,11 +4,11 @@ chosen (``--model replay`` of edited demo samples, scored by lmms-eval with a fa
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed process
 import pytest
 
 
@@ -83,9 +83,10 @@ def build_view_site(demo_results: Path, data: dict[str, Path], env: dict[str, st
     lines = [json.loads(x) for x in samples.read_text().splitlines()]
     lines[0]["judge_score"]["omni_cot"] = OMNI_COT
     samples.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    cmd = [sys.executable, "-m", "lmms_spatial.cli", "view", str(demo_results), str(out / "crafted"), "--out",
-           str(out / "site"), *[f"--data={k}={p}" for k, p in data.items()]]  # fmt: skip
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    args = ["view", str(demo_results), str(out / "crafted"), "--out", str(out / "site"),
+            *[f"--data={k}={p}" for k, p in data.items()]]  # fmt: skip
+    # a fork of the worker's pre-warmed process where a new one would be the same run (tests/forkserver.py)
+    proc = forkserver.run_module("lmms_spatial.cli", args, env, cwd=out, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (out / "view_stdout").write_text(proc.stdout)
 
