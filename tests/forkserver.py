@@ -11,10 +11,10 @@ of one zygote.
 
 What stays a real process (:func:`run_module` starts one):
 
-- a run that sets ``LMMS_SPATIAL_DISABLE_HOOK`` (read by our ``.pth`` start-up hook) or ``PYTHONHASHSEED``,
-  or whose ``PYTHONPATH`` holds a ``sitecustomize``. The variables read when the interpreter or the preloaded
-  modules start (``PYTHON*`` but ``PYTHONPATH``/``PYTHONUNBUFFERED``, ``OMP_*``, ``TORCH*``, ...) pick the
-  zygote: one per set of their values (at most three per worker), started under them;
+- a run that sets ``PYTHONHASHSEED``, or whose ``PYTHONPATH`` holds a ``sitecustomize``. The variables read when
+  the interpreter or the preloaded modules start (``PYTHON*`` but ``PYTHONPATH``/``PYTHONUNBUFFERED``, ``OMP_*``,
+  ``TORCH*``, ..., and ``LMMS_SPATIAL_DISABLE_HOOK``, read by our ``.pth`` start-up hook) pick the zygote: one per
+  set of their values (at most three per worker), started under them;
 - every run when ``LMMS_SPATIAL_TEST_FORK=0`` is set for pytest, or when the zygote is unsafe to fork (a
   thread started by the preload other than numpy's OpenBLAS pool, which is fork-safe);
 - the runs a test asks to be real (``real=True``): each benchmark keeps one real subprocess run, and
@@ -27,9 +27,11 @@ or lmms-spatial is imported in that *plain* zygote: they read ``HF_HOME``, ``HF_
 when imported, and tests set those per run (``tests/test_forkserver.py`` pins it). A *deep* zygote imports them
 too (:data:`DEEP_PRELOAD`, ~5 CPU s a run): it is started under one run's whole environment and forks only runs
 whose environment differs from it in our ``LMMS_SPATIAL_*`` variables alone (our code reads none on import,
-pinned), from a folder and ``PYTHONPATH`` that shadow none of its modules; it starts with an environment's second
-run (its first is a plain fork: a deep zygote costs more to start than one run saves). Up to :data:`MAX_DEEP` per
-worker, the least recently used closed first. Each zygote freezes what it imported out of the garbage collector
+pinned), from a folder and ``PYTHONPATH`` that shadow none of its modules. It is a fork of the plain zygote that
+then takes that environment and imports the rest (:func:`_deepen`: what the plain preload imported read only the
+start-up variables, which the two share), so it costs what an environment's first run would import anyway, ~5 CPU
+s, not a new process's ~12: an environment's first run is already a deep fork. Up to :data:`MAX_DEEP` per worker,
+the least recently used closed first. Each zygote freezes what it imported out of the garbage collector
 (``gc.freeze``): a run's ``gc.collect()`` (accelerate's, between tasks) walks only the run's own objects.
 
 lmms-eval's task index of its own ~1,900 built-in YAMLs (``TaskManager._get_task_and_group`` on its
@@ -56,6 +58,7 @@ import os
 import pickle
 import select
 import signal
+import socket as _socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -71,7 +74,10 @@ ENV_READERS = ("huggingface_hub", "datasets", "transformers", "evaluate", "lmms_
 _START_PREFIXES = ("PYTHON", "OMP_", "OPENBLAS_", "MKL_", "KMP_", "GOMP_", "TORCH", "PYTORCH_", "CUDA_", "LD_",
                    "MALLOC_")  # fmt: skip
 _FREE = ("PYTHONPATH", "PYTHONUNBUFFERED")  # honoured in the fork (PYTHONPATH: entries after sys.path[0])
-_ALWAYS_REAL = ("LMMS_SPATIAL_DISABLE_HOOK", "PYTHONHASHSEED")
+# read by our .pth start-up hook when the interpreter starts: a start-up variable like those above (a zygote started
+# with the hook off has no hook, nor have its forks)
+HOOK_SWITCH = "LMMS_SPATIAL_DISABLE_HOOK"
+_ALWAYS_REAL = ("PYTHONHASHSEED",)
 SWITCH = "LMMS_SPATIAL_TEST_FORK"  # "0": every run is a real subprocess; "plain": no deep zygote
 # a *deep* zygote also imports what the runs import next (Hugging Face, lmms-eval, and ours through our start-up
 # hook: ~5 CPU s a run). Those read the environment when imported, so a deep zygote serves only runs whose whole
@@ -106,13 +112,13 @@ class Done:
 
 
 def _start_env(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith(_START_PREFIXES) and k not in _FREE}
+    return {k: v for k, v in env.items() if (k.startswith(_START_PREFIXES) and k not in _FREE) or k == HOOK_SWITCH}
 
 
 def forkable(env: dict[str, str]) -> bool:
-    """Whether a run under ``env`` may be a fork (of a zygote started under the same start-up variables):
-    not when it switches our start-up hook off or fixes the hash seed (tests about those start processes),
-    nor when its ``PYTHONPATH`` holds a ``sitecustomize``/``usercustomize`` (run at interpreter start)."""
+    """Whether a run under ``env`` may be a fork (of a zygote started under the same start-up variables, our
+    hook's switch among them): not when it fixes the hash seed (tests about it start processes), nor when its
+    ``PYTHONPATH`` holds a ``sitecustomize``/``usercustomize`` (run at interpreter start)."""
     if any(name in env for name in _ALWAYS_REAL):
         return False
     return not any(
@@ -124,7 +130,7 @@ def forkable(env: dict[str, str]) -> bool:
 def deep_key(env: dict[str, str]) -> tuple:
     """Which deep zygote may fork a run under ``env``: one started under the same value of every variable but
     ours (and ``PYTHONUNBUFFERED``, honoured in the fork)."""
-    free = [k for k in env if k.startswith(_DEEP_FREE_PREFIXES) or k in _DEEP_FREE]
+    free = [k for k in env if (k.startswith(_DEEP_FREE_PREFIXES) and k != HOOK_SWITCH) or k in _DEEP_FREE]
     return tuple(sorted((k, v) for k, v in env.items() if k not in free))
 
 
@@ -496,17 +502,18 @@ def _nest_children(request: dict) -> None:
     subprocess.Popen._execute_child = _execute_child
 
 
-def serve(deep: bool = False) -> None:
+def serve(deep: bool = False, preload: tuple[str, ...] | None = None, start: dict[str, str] | None = None) -> None:
     """The zygote: preload (``deep``: :data:`DEEP_PRELOAD` too), say whether forking is safe, then fork one child
-    per request line on stdin."""
+    per request line on stdin. A deep zygote forked from a plain one (:func:`_deepen`) preloads the rest alone;
+    ``start`` is then the environment it was started under."""
 
     # numpy first: OpenBLAS may start its pool on import (OMP_NUM_THREADS unset), and that pool is fork-safe
     # (it stops itself around fork(), pthread_atfork). Any thread started after it (torch's OpenMP pool,
     # pyarrow's jemalloc) is not: then the zygote says it is unsafe and every run is a real process.
-    start = dict(os.environ)
-    counts = []
+    start = dict(os.environ) if start is None else start
+    counts = [_threads()]
     failed = []
-    for name in PRELOAD + (DEEP_PRELOAD if deep else ()):
+    for name in PRELOAD + (DEEP_PRELOAD if deep else ()) if preload is None else preload:
         try:
             __import__(name)
         except ImportError:
@@ -514,7 +521,7 @@ def serve(deep: bool = False) -> None:
         except Exception as exc:  # noqa: BLE001 - a run would meet it on its own import: it is not forked from here
             failed.append(f"{name}: {exc!r}")
         counts.append(_threads())
-    started = counts[-1] - counts[0]
+    started = counts[-1] - counts[1 if preload is None else 0]  # a fork starts on one thread; else after numpy
     import gc
 
     gc.freeze()  # what the preload made is never collected: each run's gc.collect() walks only its own objects
@@ -530,6 +537,7 @@ def serve(deep: bool = False) -> None:
              "failed": failed}  # fmt: skip
     replies.write(json.dumps(hello) + "\n")
     waiters: set[int] = set()  # the watchers of background runs (start()), reaped once they end
+    deepened: set[int] = set()  # the deep zygotes forked from this one (_deepen), waited for before it ends
     for line in sys.stdin:
         request = json.loads(line)
         request["base_path"] = base_path
@@ -539,6 +547,14 @@ def serve(deep: bool = False) -> None:
         for waiter in list(waiters):
             if os.waitpid(waiter, os.WNOHANG)[0]:
                 waiters.discard(waiter)
+        for child in list(deepened):
+            if os.waitpid(child, os.WNOHANG)[0]:
+                deepened.discard(child)
+        if "deepen" in request:  # a deep zygote forked from this one: it serves on its own; reaped once it ends
+            pid = _fork_into(partial(_deepen, request["deepen"], imported_env, replies))
+            deepened.add(pid)
+            replies.write(json.dumps({"pid": pid}) + "\n")
+            continue
         background = bool(request.get("status"))
         pid = _fork_into(partial(_watch, request, replies) if background else partial(_child, request))
         if background:  # a background run: its watcher says its pid; the zygote serves the next request
@@ -547,6 +563,38 @@ def serve(deep: bool = False) -> None:
         replies.write(json.dumps({"pid": pid}) + "\n")
         _, status = os.waitpid(pid, 0)
         replies.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
+    for child in deepened:  # each ends when the test side closes its socket (close() closes them first)
+        os.waitpid(child, 0)
+
+
+def _deepen(deepen: dict, imported_env: dict[str, str], replies) -> int:
+    """A deep zygote forked from a plain one (its child, reaped by it: its usage counts in the test run's): it
+    connects to the test's socket, reads requests from it and replies on it (descriptors 0 and 1, as a started
+    zygote has its pipes), and becomes what a deep zygote started under ``deepen["env"]`` is: that
+    environment, with what the plain preload set for itself; its ``PYTHONPATH`` entries after ``sys.path[0]``;
+    then :data:`DEEP_PRELOAD`. The plain preload read none of the run's variables but the start-up ones, which
+    the two share (pinned by tests/test_forkserver.py), so the result is the zygote a new process would be."""
+    import io
+    import socket
+
+    replies.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(deepen["socket"])
+    for fd in (0, 1):
+        os.dup2(sock.fileno(), fd)
+    sock.close()
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                                   line_buffering=True)  # fmt: skip
+    env = deepen["env"]
+    os.environ.clear()
+    os.environ.update(env)
+    for name, value in imported_env.items():
+        os.environ.setdefault(name, value)
+    extra = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = list(dict.fromkeys([sys.path[0], *extra, *sys.path[1:]]))  # as site.removeduppaths leaves it
+    serve(deep=True, preload=DEEP_PRELOAD, start=env)
+    return 0
 
 
 def _watch(request: dict, replies) -> int:
@@ -569,15 +617,24 @@ def _watch(request: dict, replies) -> int:
 class Zygote:
     """One zygote process, started on first use; used by one pytest worker at a time (one run at a time)."""
 
-    def __init__(self, env: dict[str, str], deep: bool = False):
+    def __init__(self, env: dict[str, str], deep: bool = False, parent: Zygote | None = None):
+        """Start a zygote under ``env``; a deep one is a fork of ``parent`` (a safe plain zygote started under the
+        same start-up variables) where one is given: ~5 CPU s of imports instead of a new process's ~12."""
         # each child of a plain zygote adds its own PYTHONPATH entries; a deep one imports from them
         self.env = dict(env) if deep else {k: v for k, v in env.items() if k != "PYTHONPATH"}
         self.deep = deep
         own = {**_NO_JEMALLOC_THREAD, **self.env} if deep else self.env
-        self.proc = subprocess.Popen([sys.executable, __file__, *(["--deep"] if deep else [])], env=own,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     cwd=os.path.dirname(__file__))  # fmt: skip
-        hello = json.loads(self.proc.stdout.readline() or "{}")
+        self.proc: subprocess.Popen | None = None
+        self.forked_from = parent if deep else None
+        self._closed = False
+        if self.forked_from is not None:
+            self._requests, self._replies = self._fork_from(parent, own)
+        else:
+            self.proc = subprocess.Popen([sys.executable, __file__, *(["--deep"] if deep else [])], env=own,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                         cwd=os.path.dirname(__file__))  # fmt: skip
+            self._requests, self._replies = self.proc.stdin, self.proc.stdout
+        hello = json.loads(self._replies.readline() or "{}")
         self.threaded = hello.get("threads_started") != 0
         self.modules = set(hello.get("modules", ()))
         self.files: dict[str, str] = hello.get("files", {})
@@ -586,6 +643,35 @@ class Zygote:
         )
         self.task_index: str | None = None  # made for the first lmms-eval run (build_task_index); None: live
         self._scratch = None
+
+    def _fork_from(self, parent: Zygote, env: dict[str, str]):
+        """Ask ``parent`` for a deep zygote of its own (:func:`_deepen`) that connects to a socket of ours: its
+        request and reply streams. An empty reply stream (no hello: not safe) if it never connects."""
+        import socket
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="zygote-")
+        path = os.path.join(folder, "socket")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(path)
+            listener.listen(1)
+            listener.settimeout(300)
+            parent._requests.write(json.dumps({"deepen": {"env": env, "socket": path}}) + "\n")
+            parent._requests.flush()
+            parent._reply()  # the deep zygote's pid: it is connecting
+            try:
+                self._socket, _ = listener.accept()
+            except OSError:  # it failed before connecting
+                self._socket = None
+                return open(os.devnull, "w"), open(os.devnull)
+        finally:
+            listener.close()
+            os.unlink(path) if os.path.exists(path) else None
+            os.rmdir(folder)
+        self._socket.settimeout(None)
+        requests = self._socket.makefile("w", encoding="utf-8", buffering=1)
+        return requests, self._socket.makefile("r", encoding="utf-8")
 
     def task_index_file(self, timeout: float) -> str | None:
         """The built-in task index file: made once per test run by a fork of the first zygote that asks (in
@@ -613,7 +699,14 @@ class Zygote:
         return self.task_index
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        if self.proc is not None:
+            return self.proc.poll() is None
+        if self._closed or self._socket is None:
+            return False
+        ready, _, _ = select.select([self._socket], [], [], 0)  # between runs a live one says nothing
+        if ready and not self._socket.recv(1, _socket.MSG_PEEK):
+            self._closed = True  # it ended (its end of the socket is closed)
+        return not self._closed
 
     def shadows(self, env: dict[str, str], cwd: Path) -> bool:
         """Whether the run's folder or a ``PYTHONPATH`` entry holds another copy of a module this zygote
@@ -636,10 +729,10 @@ class Zygote:
         out, err = scratch / "stdout", scratch / "stderr"
         module, args = request["module"], request["args"]
         request = {**request, "stdout": str(out), "stderr": str(err)}
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
+        self._requests.write(json.dumps(request) + "\n")
+        self._requests.flush()
         pid = self._reply()["pid"]
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        ready, _, _ = select.select([self._replies], [], [], timeout)
         if not ready:
             os.kill(pid, signal.SIGKILL)
         code = self._reply()["returncode"]
@@ -653,69 +746,73 @@ class Zygote:
         """Fork a run in the background (:func:`start`): its pid; its exit status lands in ``scratch/status``."""
         request = {**self._request(module, args, env, cwd, timeout, NESTED_MODULES),
                    **{name: str(scratch / name) for name in ("stdout", "stderr", "status")}}  # fmt: skip
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
+        self._requests.write(json.dumps(request) + "\n")
+        self._requests.flush()
         return self._reply()["pid"]
 
     def _reply(self) -> dict:
-        line = self.proc.stdout.readline()
+        line = self._replies.readline()
         if not line:
-            raise RuntimeError(f"the test zygote (tests/forkserver.py) ended with status {self.proc.wait()}")
+            status = self.proc.wait() if self.proc is not None else "unknown (a fork of a plain zygote)"
+            raise RuntimeError(f"the test zygote (tests/forkserver.py) ended with status {status}")
         return json.loads(line)
 
     def close(self) -> None:
-        if self.alive():
+        if self.proc is not None and self.alive():
             self.proc.stdin.close()
             self.proc.wait(timeout=60)
+        elif self.proc is None and not self._closed:  # it ends on the end of its request stream
+            self._closed = True
+            for stream in (self._requests, self._replies):
+                stream.close()
+            if self._socket is not None:
+                self._socket.close()
         if self._scratch is not None:
             self._scratch.cleanup()
 
 
-_zygotes: dict[tuple, Zygote] = {}
+_zygotes: dict[tuple, Zygote] = {}  # in the order of last use
 INDEX_FOLDER: Path | None = None  # where the built-in task index is kept for every worker (tests/conftest.py)
-MAX_ZYGOTES = 3  # per worker: one per start-up environment (usually just the suite's offline one)
+MAX_ZYGOTES = 3  # plain ones per worker, in the order of last use: one per start-up environment (usually one)
 
 
 _deep: dict[tuple, Zygote] = {}  # in the order of last use
 _threaded: set[tuple] = set()  # start-up environments whose deep preload starts a thread: no deep zygote for them
-_asked: set[tuple] = set()  # deep keys (deep_key) of the runs asked for so far
 
 
 def zygote(env: dict[str, str], cwd: Path | None = None) -> Zygote | None:
     """This worker's zygote for runs under ``env`` in ``cwd``, or None where forking is off: a deep one
     (:data:`DEEP_PRELOAD`) started under ``env``, unless the run's folder or PYTHONPATH shadows what it
     imported; else a plain one (started on first need, under ``env``: what it preloads reads only the
-    start-up variables, which every run it forks shares)."""
+    start-up variables, which every run it forks shares). A deep zygote is a fork of the plain one (its
+    imports cost what a plain fork's run would import itself), so an environment's first run already gets one."""
     switch = os.environ.get(SWITCH, "").strip()
     if switch == "0" or not hasattr(os, "fork"):
         return None
     start = tuple(sorted(_start_env(env).items()))
-    key = deep_key(env)
-    # a deep zygote costs ~12 CPU s to start, a plain fork ~5 s more than a deep one: an environment's first run is
-    # a plain fork, its deep zygote starts with its second (one-off environments never pay for one)
-    again = key in _asked  # every key of _deep was asked for before
-    _asked.add(key)
-    if cwd is not None and switch != "plain" and start not in _threaded and again:  # "plain": no deep zygote
+    plain = _zygotes.pop(start, None)
+    if plain is None or not plain.alive():
+        while len(_zygotes) >= MAX_ZYGOTES:  # the least recently used is closed (its deep ones live on)
+            _zygotes.pop(next(iter(_zygotes))).close()
+        plain = Zygote(env)
+    _zygotes[start] = plain
+    if cwd is not None and switch != "plain" and start not in _threaded and plain.safe:  # "plain": no deep zygote
+        key = deep_key(env)
         server = _deep.pop(key, None)
         if server is None or not server.alive():
             while len(_deep) >= MAX_DEEP:
                 _deep.pop(next(iter(_deep))).close()
-            server = Zygote(env, deep=True)
+            server = Zygote(env, deep=True, parent=plain)
             if server.threaded:
                 _threaded.add(start)
         _deep[key] = server
         if server.safe and not server.shadows(env, cwd):
             return server
-    server = _zygotes.get(start)
-    if server is None or not server.alive():
-        if server is None and len(_zygotes) >= MAX_ZYGOTES:
-            return None
-        server = _zygotes[start] = Zygote(env)
-    return server if server.safe and (cwd is None or not server.shadows(env, cwd)) else None
+    return plain if plain.safe and (cwd is None or not plain.shadows(env, cwd)) else None
 
 
 def close() -> None:
-    for server in [*_zygotes.values(), *_deep.values()]:
+    for server in [*_deep.values(), *_zygotes.values()]:  # a plain zygote waits for the deep ones forked from it
         server.close()
 
 

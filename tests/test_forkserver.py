@@ -111,11 +111,15 @@ def test_a_background_run_is_signalled_by_its_pid_while_the_zygote_serves_other_
     assert second.wait(timeout=60) == -forkserver.signal.SIGKILL and second.communicate()[1] == "waiting\n"
 
 
-def test_a_run_that_switches_the_start_up_hook_off_or_fixes_the_hash_seed_is_a_real_process(tmp_path):
+def test_a_run_that_fixes_the_hash_seed_is_a_real_process_and_one_with_the_hook_off_a_fork_of_its_own(tmp_path):
     base = {"PATH": "/bin", "OMP_NUM_THREADS": "1", "HF_HOME": "/a"}
     assert forkserver.forkable({**base, "LMMS_SPATIAL_JUDGE": "none", "PYTHONPATH": str(tmp_path)})
-    assert not forkserver.forkable({**base, "LMMS_SPATIAL_DISABLE_HOOK": "1"})
     assert not forkserver.forkable({**base, "PYTHONHASHSEED": "0"})
+    off = {**base, "LMMS_SPATIAL_DISABLE_HOOK": "1"}  # read at interpreter start: its own zygotes, plain and deep
+    assert forkserver.forkable(off)
+    assert forkserver._start_env(off) == {"OMP_NUM_THREADS": "1", "LMMS_SPATIAL_DISABLE_HOOK": "1"}
+    assert forkserver.deep_key(off) != forkserver.deep_key(base)
+    assert forkserver.deep_key({**base, "LMMS_SPATIAL_JUDGE": "none"}) == forkserver.deep_key(base)
     (tmp_path / "sitecustomize.py").write_text("")
     assert not forkserver.forkable({**base, "PYTHONPATH": str(tmp_path)})
 
@@ -128,8 +132,10 @@ def test_runs_share_a_zygote_only_with_the_same_start_up_variables(monkeypatch):
     one = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"})
     same = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b", "PYTHONPATH": "/p"})
     other = forkserver.zygote({"OMP_NUM_THREADS": "2", "HF_HOME": "/a"})
-    assert one is same and other is not one
-    assert [env["OMP_NUM_THREADS"] for env in started] == ["1", "2"]
+    off = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_DISABLE_HOOK": "1"})
+    assert one is same and len({id(one), id(other), id(off)}) == 3
+    assert [(env["OMP_NUM_THREADS"], "LMMS_SPATIAL_DISABLE_HOOK" in env) for env in started] == [
+        ("1", False), ("2", False), ("1", True)]  # fmt: skip
 
 
 class _Alive:
@@ -140,18 +146,24 @@ class _Alive:
 
 
 @pytest.mark.slow
-def test_the_suite_s_runner_forks_and_a_real_run_prints_the_same(tmp_path, monkeypatch):
+@pytest.mark.parametrize("hook", ["on", "off"])
+def test_the_suite_s_runner_forks_and_a_real_run_prints_the_same(tmp_path, monkeypatch, hook):
+    """With our start-up hook on or switched off (``LMMS_SPATIAL_DISABLE_HOOK``, the README's --include_path route,
+    read when the interpreter starts), a forked run has the hook exactly where a real process has it."""
     import json
 
     (tmp_path / "fork_probe.py").write_text(PROBE)
     monkeypatch.delenv(forkserver.SWITCH, raising=False)
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tmp_path)}
+    if hook == "off":
+        env["LMMS_SPATIAL_DISABLE_HOOK"] = "1"
     forked = forkserver.run_module("fork_probe", ["5"], env, cwd=tmp_path, timeout=300)
     real = forkserver.run_module("fork_probe", ["5"], env, cwd=tmp_path, timeout=300, real=True)
     assert (forked.forked, real.forked) == (True, False)
     assert (forked.returncode, forked.stderr) == (real.returncode, real.stderr) == (5, "to stderr\n")
     assert json.loads(forked.stdout) == json.loads(real.stdout)
     assert json.loads(real.stdout)["hf_home"] == str(tmp_path / "hf")
+    assert json.loads(real.stdout)["hook"] is (hook == "on")
 
 
 INDEX_PROBE = textwrap.dedent(
@@ -242,8 +254,8 @@ def test_a_deep_zygote_serves_only_runs_whose_environment_differs_from_its_own_i
     class Server(_Alive):
         threaded = False
 
-        def __init__(self, env, deep=False):
-            self.deep = deep
+        def __init__(self, env, deep=False, parent=None):
+            self.deep, self.parent = deep, parent
             started.append((deep, env.get("HF_HOME")))
 
         def shadows(self, env, cwd):
@@ -254,28 +266,29 @@ def test_a_deep_zygote_serves_only_runs_whose_environment_differs_from_its_own_i
 
     monkeypatch.setattr(forkserver, "_deep", {})
     monkeypatch.setattr(forkserver, "_zygotes", {})
-    monkeypatch.setattr(forkserver, "_asked", set())
     monkeypatch.setattr(forkserver, "Zygote", Server)
     monkeypatch.setattr(forkserver, "MAX_DEEP", 3)  # three kept: the fourth below closes the least recently used
     monkeypatch.delenv(forkserver.SWITCH, raising=False)
     here = forkserver.Path(".")
-    first = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"}, here)
-    assert not first.deep and started == [(False, "/a")]  # an environment's first run: the plain zygote
+    # an environment's first run: the plain zygote of its start-up variables, and a deep one forked from it
     one = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"}, here)
+    plain = one.parent
+    assert one.deep and not plain.deep and started == [(False, "/a"), (True, "/a")]
     same = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "y",
                               "PYTHONUNBUFFERED": "1", "SLOW_GUESS_LOG": "/l"}, here)  # fmt: skip
-    assert one.deep and one is same and started[1:] == [(True, "/a")]  # its second starts the deep one, kept
-    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here) is first  # a new HF_HOME: plain
-    other_home = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here)
-    forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "PYTHONPATH": "/p"}, here)
+    assert same is one and len(started) == 2  # ours and the free variables differ: the same deep one
+    other_home = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here)  # a new HF_HOME: its own
     other_path = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "PYTHONPATH": "/p"}, here)
+    assert other_home.parent is plain and other_path.parent is plain
     pages = {"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "SLOW_GUESS_STORE_PAGES": "6"}  # read on import: its own
-    assert forkserver.zygote(pages, here) is first and forkserver.zygote(pages, here).deep
+    assert forkserver.zygote(pages, here).deep
     assert len({id(one), id(other_home), id(other_path)}) == 3
     assert started == [(False, "/a"), (True, "/a"), (True, "/b"), (True, "/a"), ("closed", True), (True, "/a")]
+    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here) is other_home  # kept
+    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}) is plain  # no folder: the plain one
     monkeypatch.setenv(forkserver.SWITCH, "plain")
-    plain = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}, here)
-    assert plain is first
+    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}, here) is plain
+    assert started[-1] == (True, "/a")  # nothing more started
 
 
 def test_the_test_plugin_reads_only_slow_guess_store_pages_when_imported():
@@ -313,28 +326,40 @@ def test_a_folder_holding_another_copy_of_a_preloaded_module_is_not_forked_from_
 
 @pytest.mark.slow
 def test_a_deep_zygote_has_lmms_eval_imported_and_each_fork_sees_its_own_variables_of_ours(tmp_path):
+    """Started as a process of its own or forked from the plain zygote (how the suite gets one), a deep zygote has
+    the same modules from the same files, and its forks see the same environment, path and state."""
     import json
 
     (tmp_path / "mods").mkdir()
     (tmp_path / "mods" / "fork_probe.py").write_text(PROBE.replace(
         '"argv": sys.argv[1:],', '"argv": sys.argv[1:], "ours": os.environ.get("LMMS_SPATIAL_JUDGE"), '
-        '"preloaded": "lmms_eval.evaluator" in sys.modules,'))  # fmt: skip
+        '"preloaded": "lmms_eval.evaluator" in sys.modules, "environ": dict(os.environ), "path": sys.path, '
+        '"threads": len(os.listdir("/proc/self/task")), "modules": sorted(sys.modules),'))  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": str(tmp_path / "mods")}  # fmt: skip
-    server = forkserver.Zygote(env, deep=True)
+    plain = forkserver.Zygote(env)
+    started = forkserver.Zygote(env, deep=True)
+    forked = forkserver.Zygote(env, deep=True, parent=plain)
+    seen = {}
     try:
-        assert server.safe
-        assert {"lmms_eval", "transformers", "datasets"} <= {m.split(".")[0] for m in server.modules}
-        seen = []
-        for judge in ("none", "gpt-4o"):
-            code, stdout, stderr = server.run("fork_probe", ["0"], {**env, "LMMS_SPATIAL_JUDGE": judge}, tmp_path,
-                                              tmp_path, timeout=300)  # fmt: skip
-            assert (code, stderr) == (0, "to stderr\n")
-            seen.append(json.loads(stdout))
+        for name, server in (("started", started), ("forked", forked)):
+            assert server.safe and server.alive()
+            assert {"lmms_eval", "transformers", "datasets"} <= {m.split(".")[0] for m in server.modules}
+            for judge in ("none", "gpt-4o"):
+                code, stdout, stderr = server.run("fork_probe", ["0"], {**env, "LMMS_SPATIAL_JUDGE": judge}, tmp_path,
+                                                  tmp_path, timeout=300)  # fmt: skip
+                assert (code, stderr) == (0, "to stderr\n")
+                seen.setdefault(name, []).append(json.loads(stdout))
+        assert forked.modules == started.modules and forked.files == started.files
     finally:
-        server.close()
-    assert [s["ours"] for s in seen] == ["none", "gpt-4o"]
-    assert all(s["preloaded"] and s["hook"] and s["hf_home"] == str(tmp_path / "hf") for s in seen)
+        for server in (forked, started, plain):
+            server.close()
+    assert not forked.alive()
+    for runs in seen.values():
+        assert [s["ours"] for s in runs] == ["none", "gpt-4o"]
+        assert all(s["preloaded"] and s["hook"] and s["hf_home"] == str(tmp_path / "hf") for s in runs)
+        assert runs[0]["path"][:2] == [str(tmp_path), str(tmp_path / "mods")] and runs[0]["threads"] == 1
+    assert seen["forked"] == seen["started"]
 
 
 NEST_OUTER = textwrap.dedent(

@@ -79,6 +79,9 @@ def _score(entry, reply: str) -> None:
     assert set(out) <= declared, f"undeclared metrics {set(out) - declared}"
 
 
+# 10-20 s a benchmark on 2 cores (up to 800,000 characters a reply, through every task): out of the
+# `pytest -k <key> -m "not slow"` loop, in every full run (CI's `pytest`)
+@pytest.mark.slow
 @pytest.mark.parametrize("key", LOADED_KEYS)
 def test_every_task_scores_every_hostile_reply_without_raising(key, tasks):
     failures = []

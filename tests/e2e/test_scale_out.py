@@ -95,7 +95,9 @@ def __getattr__(name: str):  # PEP 562: build the class only when a subprocess a
     raise AttributeError(name)
 
 
-def _run(cmd_prefix: list[str], env: dict[str, str], out: Path, checkpoint: Path) -> subprocess.CompletedProcess:
+def _run(cmd_prefix: list[str], env: dict[str, str], out: Path, checkpoint: Path):
+    """``python -m lmms_eval`` with the tiny checkpoint, behind ``cmd_prefix`` (``accelerate launch ...``; none: one
+    process)."""
     args = [
         "-m", "lmms_eval",
         # lmms-eval's --model takes registered ids only; `staged` (which passes plain requests
@@ -110,8 +112,11 @@ def _run(cmd_prefix: list[str], env: dict[str, str], out: Path, checkpoint: Path
         "--log_samples",
         "--verbosity", "WARNING",
     ]  # fmt: skip
-    proc = subprocess.run([*cmd_prefix, *args], env=env, capture_output=True, text=True, timeout=600, cwd=out.parent)
-    return proc
+    if not cmd_prefix:  # one process: a fork of the worker's pre-warmed interpreter (tests/forkserver.py)
+        import forkserver
+
+        return forkserver.run_module("lmms_eval", args[2:], env, cwd=out.parent, timeout=600)
+    return subprocess.run([*cmd_prefix, *args], env=env, capture_output=True, text=True, timeout=600, cwd=out.parent)
 
 
 def _load(out: Path, proc) -> tuple[dict, dict[str, list[dict]]]:
@@ -137,7 +142,7 @@ def test_two_processes_give_exactly_the_metrics_of_one(offline_env, tiny_qwen2_5
         "PYTHONPATH": os.pathsep.join([str(HERE), str(TESTS_DIR), offline_env.get("PYTHONPATH", "")]),
     }
     one_out, two_out = tmp_path / "one", tmp_path / "two"
-    one = _run([sys.executable], {**env, "SCALE_OUT_LOG": str(tmp_path / "one.log")}, one_out, checkpoint)
+    one = _run([], {**env, "SCALE_OUT_LOG": str(tmp_path / "one.log")}, one_out, checkpoint)
     accelerate = str(Path(sys.executable).with_name("accelerate"))
     two = _run(
         [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
