@@ -30,8 +30,11 @@ whose environment differs from it in our ``LMMS_SPATIAL_*`` variables alone (our
 pinned), from a folder and ``PYTHONPATH`` that shadow none of its modules. It is a fork of the plain zygote that
 then takes that environment and imports the rest (:func:`_deepen`: what the plain preload imported read only the
 start-up variables, which the two share), so it costs what an environment's first run would import anyway, ~5 CPU
-s, not a new process's ~12: an environment's first run is already a deep fork. Up to :data:`MAX_DEEP` per worker,
-the least recently used closed first. Each zygote freezes what it imported out of the garbage collector
+s, not a new process's ~12: an environment's first lmms-eval run is already a deep fork (its first run of anything
+else, a probe or a report that needs less, is a plain fork; its second gets the deep zygote). Up to
+:data:`MAX_DEEP` per worker, the least recently used closed first.
+
+Each zygote freezes what it imported out of the garbage collector
 (``gc.freeze``): a run's ``gc.collect()`` (accelerate's, between tasks) walks only the run's own objects.
 
 lmms-eval's task index of its own ~1,900 built-in YAMLs (``TaskManager._get_task_and_group`` on its
@@ -721,8 +724,7 @@ class Zygote:
                  nest: tuple[str, ...]) -> dict:  # fmt: skip
         # the task index is made for the first lmms-eval run, ours or one our CLI starts (demo, bench: nested forks
         # of the run); a zygote that only runs `lmms-spatial report` never pays for it
-        starts = module == "lmms_eval" or (module == "lmms_spatial.cli" and args[:1] in (["demo"], ["bench"]))
-        index = self.task_index_file(timeout) if starts else self.task_index
+        index = self.task_index_file(timeout) if starts_lmms_eval(module, args) else self.task_index
         return {"module": module, "args": args, "env": env, "cwd": str(cwd), "task_index": index, "nest": nest}
 
     def _run(self, request: dict, scratch: Path, timeout: float) -> tuple[int, str, str]:
@@ -778,14 +780,22 @@ MAX_ZYGOTES = 3  # plain ones per worker, in the order of last use: one per star
 
 _deep: dict[tuple, Zygote] = {}  # in the order of last use
 _threaded: set[tuple] = set()  # start-up environments whose deep preload starts a thread: no deep zygote for them
+_asked: set[tuple] = set()  # deep keys (deep_key) of the runs asked for so far
 
 
-def zygote(env: dict[str, str], cwd: Path | None = None) -> Zygote | None:
+def starts_lmms_eval(module: str, args: list[str]) -> bool:
+    """Whether ``python -m MODULE ARGS`` runs lmms-eval: itself, or our CLI's demo and bench (nested forks of it)."""
+    return module == "lmms_eval" or (module == "lmms_spatial.cli" and args[:1] in (["demo"], ["bench"]))
+
+
+def zygote(env: dict[str, str], cwd: Path | None = None, eager: bool = False) -> Zygote | None:
     """This worker's zygote for runs under ``env`` in ``cwd``, or None where forking is off: a deep one
     (:data:`DEEP_PRELOAD`) started under ``env``, unless the run's folder or PYTHONPATH shadows what it
     imported; else a plain one (started on first need, under ``env``: what it preloads reads only the
-    start-up variables, which every run it forks shares). A deep zygote is a fork of the plain one (its
-    imports cost what a plain fork's run would import itself), so an environment's first run already gets one."""
+    start-up variables, which every run it forks shares). A deep zygote is a fork of the plain one that costs
+    what a run importing lmms-eval would import anyway (~5 CPU s), so it is made for an environment's first run
+    when that run starts lmms-eval (``eager``), else for its second: a run that needs less (a probe, a report)
+    is a plain fork."""
     switch = os.environ.get(SWITCH, "").strip()
     if switch == "0" or not hasattr(os, "fork"):
         return None
@@ -796,8 +806,10 @@ def zygote(env: dict[str, str], cwd: Path | None = None) -> Zygote | None:
             _zygotes.pop(next(iter(_zygotes))).close()
         plain = Zygote(env)
     _zygotes[start] = plain
-    if cwd is not None and switch != "plain" and start not in _threaded and plain.safe:  # "plain": no deep zygote
-        key = deep_key(env)
+    key = deep_key(env)
+    again = key in _asked  # every key of _deep was asked for before
+    _asked.add(key)
+    if cwd is not None and switch != "plain" and start not in _threaded and plain.safe and (eager or again):
         server = _deep.pop(key, None)
         if server is None or not server.alive():
             while len(_deep) >= MAX_DEEP:
@@ -826,7 +838,7 @@ def run_module(module: str, args: list[str], env: dict[str, str], cwd: Path | No
     global _runs
     cwd = Path(cwd or os.getcwd())
     cmd = [sys.executable, "-m", module, *args]
-    server = None if real or not forkable(env) else zygote(env, cwd)
+    server = None if real or not forkable(env) else zygote(env, cwd, eager=starts_lmms_eval(module, args))
     if server is not None:
         import tempfile
 
@@ -891,7 +903,7 @@ def start(module: str, args: list[str], env: dict[str, str], cwd: Path, timeout:
     cmd = [sys.executable, "-m", module, *args]
     scratch = tempfile.TemporaryDirectory(prefix=f"start{_runs}-")
     folder = Path(scratch.name)
-    server = zygote(env, Path(cwd)) if forkable(env) else None
+    server = zygote(env, Path(cwd), eager=starts_lmms_eval(module, args)) if forkable(env) else None
     if server is not None:
         return Started(cmd, scratch, pid=server.start(module, args, env, Path(cwd), folder, timeout))
     with open(folder / "stdout", "wb") as out, open(folder / "stderr", "wb") as err:

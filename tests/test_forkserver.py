@@ -91,7 +91,7 @@ def test_a_background_run_is_signalled_by_its_pid_while_the_zygote_serves_other_
     (tmp_path / "mods" / "waiter.py").write_text(WAITER)
     (tmp_path / "mods" / "fork_probe.py").write_text(PROBE)
     env = {**zygote.env, "PYTHONPATH": str(tmp_path / "mods")}
-    monkeypatch.setattr(forkserver, "zygote", lambda env, cwd=None: zygote)  # this module's zygote
+    monkeypatch.setattr(forkserver, "zygote", lambda env, cwd=None, eager=False: zygote)  # this module's zygote
     first, second = (forkserver.start("waiter", [], env, cwd=tmp_path) for _ in range(2))
     assert first.forked and second.forked and first.pid != second.pid
     # the zygote is not waiting on them: it forks a run to its end meanwhile
@@ -266,29 +266,41 @@ def test_a_deep_zygote_serves_only_runs_whose_environment_differs_from_its_own_i
 
     monkeypatch.setattr(forkserver, "_deep", {})
     monkeypatch.setattr(forkserver, "_zygotes", {})
+    monkeypatch.setattr(forkserver, "_asked", set())
     monkeypatch.setattr(forkserver, "Zygote", Server)
     monkeypatch.setattr(forkserver, "MAX_DEEP", 3)  # three kept: the fourth below closes the least recently used
     monkeypatch.delenv(forkserver.SWITCH, raising=False)
     here = forkserver.Path(".")
-    # an environment's first run: the plain zygote of its start-up variables, and a deep one forked from it
-    one = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"}, here)
+    # an environment's first run that starts lmms-eval: the plain zygote of its start-up variables, and a deep one
+    # forked from it
+    one = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "x"}, here, eager=True)
     plain = one.parent
     assert one.deep and not plain.deep and started == [(False, "/a"), (True, "/a")]
     same = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "LMMS_SPATIAL_JUDGE": "y",
                               "PYTHONUNBUFFERED": "1", "SLOW_GUESS_LOG": "/l"}, here)  # fmt: skip
     assert same is one and len(started) == 2  # ours and the free variables differ: the same deep one
-    other_home = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here)  # a new HF_HOME: its own
-    other_path = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "PYTHONPATH": "/p"}, here)
+    # any other first run (a probe, a report) is a plain fork; the environment's second gets a deep zygote
+    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here) is plain and len(started) == 2
+    other_home = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here)
+    other_path = forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "PYTHONPATH": "/p"}, here, eager=True)
     assert other_home.parent is plain and other_path.parent is plain
     pages = {"OMP_NUM_THREADS": "1", "HF_HOME": "/a", "SLOW_GUESS_STORE_PAGES": "6"}  # read on import: its own
-    assert forkserver.zygote(pages, here).deep
+    assert forkserver.zygote(pages, here) is plain and forkserver.zygote(pages, here).deep
     assert len({id(one), id(other_home), id(other_path)}) == 3
     assert started == [(False, "/a"), (True, "/a"), (True, "/b"), (True, "/a"), ("closed", True), (True, "/a")]
     assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/b"}, here) is other_home  # kept
-    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}) is plain  # no folder: the plain one
+    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}, eager=True) is plain  # no folder: plain
     monkeypatch.setenv(forkserver.SWITCH, "plain")
-    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}, here) is plain
+    assert forkserver.zygote({"OMP_NUM_THREADS": "1", "HF_HOME": "/a"}, here, eager=True) is plain
     assert started[-1] == (True, "/a")  # nothing more started
+
+
+def test_runs_that_start_lmms_eval_are_told_from_those_that_do_not():
+    assert forkserver.starts_lmms_eval("lmms_eval", ["--model", "x"])
+    assert forkserver.starts_lmms_eval("lmms_spatial.cli", ["demo", "--out", "x"])
+    assert forkserver.starts_lmms_eval("lmms_spatial.cli", ["bench", "--tiny"])
+    assert not forkserver.starts_lmms_eval("lmms_spatial.cli", ["report", "runs"])
+    assert not forkserver.starts_lmms_eval("fork_probe", ["5"])
 
 
 def test_the_test_plugin_reads_only_slow_guess_store_pages_when_imported():
