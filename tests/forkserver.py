@@ -802,8 +802,11 @@ def zygote(env: dict[str, str], cwd: Path | None = None, eager: bool = False) ->
     start = tuple(sorted(_start_env(env).items()))
     plain = _zygotes.pop(start, None)
     if plain is None or not plain.alive():
-        while len(_zygotes) >= MAX_ZYGOTES:  # the least recently used is closed (its deep ones live on)
-            _zygotes.pop(next(iter(_zygotes))).close()
+        while len(_zygotes) >= MAX_ZYGOTES:  # the least recently used is closed, after the deep ones forked from it
+            oldest = _zygotes.pop(next(iter(_zygotes)))
+            for forked in [k for k, server in _deep.items() if server.forked_from is oldest]:
+                _deep.pop(forked).close()
+            oldest.close()
         plain = Zygote(env)
     _zygotes[start] = plain
     key = deep_key(env)

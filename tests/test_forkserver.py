@@ -138,6 +138,36 @@ def test_runs_share_a_zygote_only_with_the_same_start_up_variables(monkeypatch):
         ("1", False), ("2", False), ("1", True)]  # fmt: skip
 
 
+def test_a_fourth_start_up_environment_closes_the_least_recently_used_plain_zygote_after_its_deep_ones(monkeypatch):
+    closed = []
+
+    class Server(_Alive):
+        threaded = False
+
+        def __init__(self, env, deep=False, parent=None):
+            self.name = ("deep " if deep else "plain ") + env["OMP_NUM_THREADS"]
+            self.deep, self.forked_from = deep, parent
+
+        def shadows(self, env, cwd):
+            return False
+
+        def close(self):  # a plain zygote waits for the deep ones forked from it: they are closed first
+            closed.append(self.name)
+
+    monkeypatch.setattr(forkserver, "_deep", {})
+    monkeypatch.setattr(forkserver, "_zygotes", {})
+    monkeypatch.setattr(forkserver, "_asked", set())
+    monkeypatch.setattr(forkserver, "Zygote", Server)
+    monkeypatch.delenv(forkserver.SWITCH, raising=False)
+    here = forkserver.Path(".")
+    for threads in ("1", "2", "3", "1"):  # "1" used again: "2" is now the least recently used
+        forkserver.zygote({"OMP_NUM_THREADS": threads, "HF_HOME": "/a"}, here, eager=True)
+    assert closed == []
+    forkserver.zygote({"OMP_NUM_THREADS": "4", "HF_HOME": "/a"}, here, eager=True)
+    assert closed == ["deep 2", "plain 2"]
+    assert sorted(s.name for s in forkserver._zygotes.values()) == ["plain 1", "plain 3", "plain 4"]
+
+
 class _Alive:
     safe = True
 
