@@ -61,7 +61,7 @@ import os
 import pickle
 import select
 import signal
-import socket as _socket
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -274,6 +274,15 @@ def _child(request: dict) -> int:
     return _become(request)
 
 
+def _take_environment(env: dict[str, str], imported_env: dict[str, str]) -> None:
+    """``os.environ`` becomes ``env``, plus what the zygote's preload set for itself (as a new process's imports
+    would)."""
+    os.environ.clear()
+    os.environ.update(env)
+    for name, value in imported_env.items():
+        os.environ.setdefault(name, value)
+
+
 def _become(request: dict) -> int:
     """Run ``python -m MODULE ARGS`` in this process, on file descriptors 0-2 as they are, under the request's
     environment, folder and path, and return its exit status as the interpreter would."""
@@ -282,10 +291,7 @@ def _become(request: dict) -> int:
     import traceback
 
     os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    for name, value in request.get("imported_env", {}).items():
-        os.environ.setdefault(name, value)
+    _take_environment(request["env"], request.get("imported_env", {}))
     sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
                                                    write_through=True)  # fmt: skip
@@ -547,12 +553,8 @@ def serve(deep: bool = False, preload: tuple[str, ...] | None = None, start: dic
         request["imported_env"] = imported_env
         sys.stdout.flush()
         sys.stderr.flush()
-        for waiter in list(waiters):
-            if os.waitpid(waiter, os.WNOHANG)[0]:
-                waiters.discard(waiter)
-        for child in list(deepened):
-            if os.waitpid(child, os.WNOHANG)[0]:
-                deepened.discard(child)
+        _reap(waiters)
+        _reap(deepened)
         if "deepen" in request:  # a deep zygote forked from this one: it serves on its own; reaped once it ends
             pid = _fork_into(partial(_deepen, request["deepen"], imported_env, replies))
             deepened.add(pid)
@@ -570,6 +572,13 @@ def serve(deep: bool = False, preload: tuple[str, ...] | None = None, start: dic
         os.waitpid(child, 0)
 
 
+def _reap(children: set[int]) -> None:
+    """Reap those of ``children`` that have ended, and forget them."""
+    for child in list(children):
+        if os.waitpid(child, os.WNOHANG)[0]:
+            children.discard(child)
+
+
 def _deepen(deepen: dict, imported_env: dict[str, str], replies) -> int:
     """A deep zygote forked from a plain one (its child, reaped by it: its usage counts in the test run's): it
     connects to the test's socket, reads requests from it and replies on it (descriptors 0 and 1, as a started
@@ -578,7 +587,6 @@ def _deepen(deepen: dict, imported_env: dict[str, str], replies) -> int:
     then :data:`DEEP_PRELOAD`. The plain preload read none of the run's variables but the start-up ones, which
     the two share (pinned by tests/test_forkserver.py), so the result is the zygote a new process would be."""
     import io
-    import socket
 
     replies.close()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -590,10 +598,7 @@ def _deepen(deepen: dict, imported_env: dict[str, str], replies) -> int:
     sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
                                                    line_buffering=True)  # fmt: skip
     env = deepen["env"]
-    os.environ.clear()
-    os.environ.update(env)
-    for name, value in imported_env.items():
-        os.environ.setdefault(name, value)
+    _take_environment(env, imported_env)
     extra = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     sys.path[:] = list(dict.fromkeys([sys.path[0], *extra, *sys.path[1:]]))  # as site.removeduppaths leaves it
     serve(deep=True, preload=DEEP_PRELOAD, start=env)
@@ -629,6 +634,7 @@ class Zygote:
         own = {**_NO_JEMALLOC_THREAD, **self.env} if deep else self.env
         self.proc: subprocess.Popen | None = None
         self.forked_from = parent if deep else None
+        self._socket: socket.socket | None = None  # a forked deep zygote's connection
         self._closed = False
         if self.forked_from is not None:
             self._requests, self._replies = self._fork_from(parent, own)
@@ -650,13 +656,11 @@ class Zygote:
     def _fork_from(self, parent: Zygote, env: dict[str, str]):
         """Ask ``parent`` for a deep zygote of its own (:func:`_deepen`) that connects to a socket of ours: its
         request and reply streams. An empty reply stream (no hello: not safe) if it never connects."""
-        import socket
         import tempfile
 
-        folder = tempfile.mkdtemp(prefix="zygote-")
-        path = os.path.join(folder, "socket")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
+        with tempfile.TemporaryDirectory(prefix="zygote-") as folder, \
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:  # fmt: skip
+            path = os.path.join(folder, "socket")
             listener.bind(path)
             listener.listen(1)
             listener.settimeout(300)
@@ -666,12 +670,7 @@ class Zygote:
             try:
                 self._socket, _ = listener.accept()
             except OSError:  # it failed before connecting
-                self._socket = None
                 return open(os.devnull, "w"), open(os.devnull)
-        finally:
-            listener.close()
-            os.unlink(path) if os.path.exists(path) else None
-            os.rmdir(folder)
         self._socket.settimeout(None)
         requests = self._socket.makefile("w", encoding="utf-8", buffering=1)
         return requests, self._socket.makefile("r", encoding="utf-8")
@@ -707,7 +706,7 @@ class Zygote:
         if self._closed or self._socket is None:
             return False
         ready, _, _ = select.select([self._socket], [], [], 0)  # between runs a live one says nothing
-        if ready and not self._socket.recv(1, _socket.MSG_PEEK):
+        if ready and not self._socket.recv(1, socket.MSG_PEEK):
             self._closed = True  # it ended (its end of the socket is closed)
         return not self._closed
 

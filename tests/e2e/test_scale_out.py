@@ -99,7 +99,6 @@ def _run(cmd_prefix: list[str], env: dict[str, str], out: Path, checkpoint: Path
     """``python -m lmms_eval`` with the tiny checkpoint, behind ``cmd_prefix`` (``accelerate launch ...``; none: one
     process)."""
     args = [
-        "-m", "lmms_eval",
         # lmms-eval's --model takes registered ids only; `staged` (which passes plain requests
         # straight through) loads a class by path
         "--model", "staged",
@@ -115,8 +114,9 @@ def _run(cmd_prefix: list[str], env: dict[str, str], out: Path, checkpoint: Path
     if not cmd_prefix:  # one process: a fork of the worker's pre-warmed interpreter (tests/forkserver.py)
         import forkserver
 
-        return forkserver.run_module("lmms_eval", args[2:], env, cwd=out.parent, timeout=600)
-    return subprocess.run([*cmd_prefix, *args], env=env, capture_output=True, text=True, timeout=600, cwd=out.parent)
+        return forkserver.run_module("lmms_eval", args, env, cwd=out.parent, timeout=600)
+    command = [*cmd_prefix, "-m", "lmms_eval", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=out.parent)
 
 
 def _load(out: Path, proc) -> tuple[dict, dict[str, list[dict]]]:
