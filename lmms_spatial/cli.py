@@ -111,19 +111,23 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if missing:
         print(f"demo failed: no results for {missing}", file=sys.stderr)
         return 1
-    status = _cmd_report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex",
-                                            out=str(work / "report"), labels=None, seed=0, no_plots=False, quiet=True,
-                                            diagnose_mmsi=False))  # fmt: skip
+    status, written = _report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex",
+                                                 out=str(work / "report"), labels=None, seed=0, no_plots=False,
+                                                 quiet=True, diagnose_mmsi=False))  # fmt: skip
     if status:
         return status
     from lmms_spatial.data.registry import BENCHMARKS
 
     data = [f"{key}={env[b.env_var]}" for key, b in BENCHMARKS.items() if env.get(b.env_var)]
+    # the view shows the report's plots: the same runs, labels and seed draw the same PNGs (~8 CPU s for the 12)
+    drawn = [p for p in written if p.suffix == ".png"]
     return _cmd_view(argparse.Namespace(results=[str(results_file)], out=str(work / "view"), labels=None, data=data,
-                                        seed=0, no_plots=False, chunk=None))  # fmt: skip
+                                        seed=0, no_plots=False, chunk=None), drawn=drawn)  # fmt: skip
 
 
-def _cmd_view(args: argparse.Namespace) -> int:
+def _cmd_view(args: argparse.Namespace, drawn: list[Path] | None = None) -> int:
+    """``lmms-spatial view``; ``drawn``: the plots already drawn for these same runs, labels and seed (the demo's
+    report), copied instead of drawn again."""
     from lmms_spatial.view.build import CHUNK, build, summary_lines
 
     data = {}
@@ -136,7 +140,7 @@ def _cmd_view(args: argparse.Namespace) -> int:
     labels = args.labels.split(",") if args.labels else None
     try:
         result = build(args.results, Path(args.out), labels=labels, data=data, seed=args.seed,
-                       plots=not args.no_plots, chunk=args.chunk or CHUNK)  # fmt: skip
+                       plots=not args.no_plots, chunk=args.chunk or CHUNK, drawn=drawn)  # fmt: skip
     except (FileNotFoundError, ValueError) as exc:
         print(f"view: {exc}", file=sys.stderr)
         return 1
@@ -145,24 +149,30 @@ def _cmd_view(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    return _report(args)[0]
+
+
+def _report(args: argparse.Namespace) -> tuple[int, list[Path]]:
+    """``lmms-spatial report``: its exit status and the files it wrote."""
     from lmms_spatial.reports.report import FORMATS, build, markdown_report, write
 
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         print(f"report: unknown format(s) {unknown}; choose from {','.join(FORMATS)}", file=sys.stderr)
-        return 1
+        return 1, []
     labels = args.labels.split(",") if args.labels else None
     try:
         report = build(args.results, labels=labels, seed=args.seed, judge_analyses=args.diagnose_mmsi)
     except (FileNotFoundError, ValueError) as exc:
         print(f"report: {exc}", file=sys.stderr)
-        return 1
+        return 1, []
     if not report["tables"]:
         print("report: no benchmark of this package found in the results", file=sys.stderr)
-        return 1
+        return 1, []
     for warning in report.get("warnings", []):
         print(f"report: {warning}", file=sys.stderr)
+    written: list[Path] = []
     if args.out:
         written = write(report, Path(args.out), formats, plots=not args.no_plots)
         if not args.quiet:
@@ -170,7 +180,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         print("\nreport written:\n" + "\n".join(f"  {p}" for p in written))
     else:
         print(markdown_report(report))
-    return 0
+    return 0, written
 
 
 def _cmd_fixture(args: argparse.Namespace) -> int:

@@ -166,29 +166,46 @@ def task_manager():
 
 
 @pytest.fixture(scope="session")
-def scored_tasks(task_manager, offline_base_env, fixture_folder) -> Callable[[str], dict[str, ScoredTask]]:
-    """key -> {leaf task of tasks/<key>/: ScoredTask} loaded through lmms-eval on the fixture, once per worker.
+def benchmark_tasks(task_manager, offline_base_env, fixture_folder) -> Callable[[str], list[dict]]:
+    """key -> the task dicts lmms-eval builds for each of :func:`benchmark_roots` (its groups as ``--tasks`` names
+    them), on the benchmark's fixture; built once per worker for the contract, aggregation and fuzz tests, which only
+    score them (a judge is read when a record is scored, not when a task is built)."""
+    from loaded_tasks import benchmark_roots
+
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    built: dict[str, list[dict]] = {}
+
+    def build(key: str) -> list[dict]:
+        if key not in built:
+            from lmms_eval.tasks import get_task_dict
+
+            with environment({**offline_base_env, BENCHMARKS[key].env_var: str(fixture_folder(key))}):
+                built[key] = [get_task_dict([root], task_manager) for root in benchmark_roots(key, task_manager)]
+        return built[key]
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def scored_tasks(task_manager, benchmark_tasks) -> Callable[[str], dict[str, ScoredTask]]:
+    """key -> {leaf task of tasks/<key>/: ScoredTask} loaded through lmms-eval on the fixture, once per worker
+    (:func:`benchmark_tasks`): every task of the folder (the contract test checks none is missing).
 
     Call ``process_results`` under the environment the test needs (e.g. ``LMMS_SPATIAL_JUDGE=none``).
     """
-    from lmms_spatial.data.registry import BENCHMARKS
-    from lmms_spatial.paths import tasks_dir
+    from loaded_tasks import task_leaves
 
     loaded: dict[str, dict[str, ScoredTask]] = {}
 
     def load(key: str) -> dict[str, ScoredTask]:
         if key not in loaded:
-            from lmms_eval.tasks import get_task_dict
-
-            index = task_manager._get_task_and_group(os.path.join(tasks_dir(), key))
-            names = sorted(name for name, entry in index.items() if entry["type"] == "task")
-            with environment({**offline_base_env, BENCHMARKS[key].env_var: str(fixture_folder(key))}):
-                tasks = {name: get_task_dict([name], task_manager)[name] for name in names}
-                loaded[key] = {
-                    name: ScoredTask(list(task.eval_docs_no_media), task.config.process_results,
-                                     frozenset(m["metric"] for m in task.config.metric_list))
-                    for name, task in tasks.items()
-                }  # fmt: skip
+            leaves = {name: task for task_dict in benchmark_tasks(key) for name, task in task_leaves(task_dict).items()}
+            loaded[key] = {
+                name: ScoredTask(list(task.eval_docs_no_media), task.config.process_results,
+                                 frozenset(m["metric"] for m in task.config.metric_list))
+                for name, task in sorted(leaves.items())
+            }  # fmt: skip
         return loaded[key]
 
     return load

@@ -15,14 +15,13 @@ judge not asked.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
+from loaded_tasks import task_leaves
 
 from lmms_spatial.data.demo import DEMO_BENCHMARKS
 from lmms_spatial.judge import reset_judges
 from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply
-from lmms_spatial.paths import tasks_dir
 
 HOSTILE_REPLIES = [
     "",
@@ -46,20 +45,6 @@ JUDGE_SCORES = {"llm_accuracy", "judge_score"}  # what a judge scores, per task
 def _cases() -> list[tuple[str, str]]:
     return [(key, state) for key in sorted(DEMO_BENCHMARKS) for state in
             (JUDGE_STATES if key in JUDGED_BENCHMARKS else ["unset"])]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def task_manager():
-    from lmms_eval.tasks import TaskManager
-
-    return TaskManager(include_defaults=False)
-
-
-@pytest.fixture(scope="module")
-def built() -> dict[str, list]:
-    """benchmark key -> its task dicts, built once for the module: every judge state scores the same tasks (the
-    judge is read when a record is scored, not when a task is built)."""
-    return {}
 
 
 @pytest.fixture(scope="module")
@@ -91,49 +76,20 @@ def _set_judge(state: str, monkeypatch, server: FakeJudgeServer) -> None:
     reset_judges()
 
 
-def _benchmark_roots(key: str, task_manager) -> list[str]:
-    """The groups of benchmark ``key`` that no other group contains, and its tasks in no group."""
-    from lmms_eval.utils import load_yaml_config
-
-    index = {name: entry for name, entry in task_manager._get_task_and_group(tasks_dir()).items()
-             if isinstance(entry.get("yaml_path"), str)
-             and Path(entry["yaml_path"]).relative_to(tasks_dir()).parts[0] == key}  # fmt: skip
-    members: set[str] = set()
-    for entry in index.values():
-        if entry["type"] == "group":
-            config = load_yaml_config(entry["yaml_path"], mode="simple")
-            members.update(t if isinstance(t, str) else t.get("task", "") for t in config.get("task", []))
-    return sorted(n for n, e in index.items() if e["type"] in ("group", "task") and n not in members)
-
-
-def _leaves(task_dict: dict) -> dict[str, object]:
-    found = {}
-    for value in task_dict.values():
-        task = value[1] if isinstance(value, tuple) else value
-        if isinstance(task, dict):
-            found.update(_leaves(task))
-        elif task is not None:
-            found[task.config.task] = task
-    return found
-
-
 def _is_finite_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @pytest.mark.parametrize(("key", "state"), _cases())
-def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, state, task_manager, built, offline_env,
+def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, state, benchmark_tasks, offline_base_env,
                                                                           server, monkeypatch):  # fmt: skip
     from lmms_eval.evaluator_utils import TaskOutput, consolidate_group_results, consolidate_results
-    from lmms_eval.tasks import get_task_dict
 
-    for name, value in offline_env.items():
+    for name, value in offline_base_env.items():
         monkeypatch.setenv(name, value)
     _set_judge(state, monkeypatch, server)
 
-    if key not in built:
-        built[key] = [get_task_dict([root], task_manager) for root in _benchmark_roots(key, task_manager)]
-    task_dicts = built[key]
+    task_dicts = benchmark_tasks(key)  # its groups as `--tasks` names them, built once per worker (conftest)
     for round_, reply in enumerate(HOSTILE_REPLIES):  # one round per reply: every document answered once, as in a run
         mapless = round_ % 2 == 1  # OSR-Bench's with-map tasks: the reply as the map, or no map at all
         drawn = (lambda stage, key: None) if mapless else (lambda stage, key, r=reply: {"key": key, "output": r})
@@ -142,7 +98,7 @@ def test_every_record_passes_lmms_evals_aggregation_for_every_judge_state(key, s
         leaves: dict[str, int] = {}  # leaf task -> its judge_failures records
         for task_dict in task_dicts:
             outputs = []
-            for name, task in sorted(_leaves(task_dict).items()):
+            for name, task in sorted(task_leaves(task_dict).items()):
                 output = TaskOutput.from_taskdict(name, task)
                 declared = {m["metric"] for m in task.config.metric_list}
                 for doc in task.eval_docs_no_media:  # what the CLI hands process_results: no image columns

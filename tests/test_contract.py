@@ -108,11 +108,13 @@ def test_no_task_name_collides_with_a_builtin_task(key):
 
 
 @pytest.mark.parametrize("key", LOADED_KEYS)
-def test_every_task_loads_and_every_declared_metric_is_produced(key, scored_tasks, monkeypatch):
+def test_every_task_loads_and_every_declared_metric_is_produced(key, scored_tasks, task_manager, monkeypatch):
     """Every task YAML loads through lmms-eval on the fixture; process_results emits exactly its metric_list."""
     monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "none")  # judged tasks: the rule-based fallback, no network
     tasks = scored_tasks(key)
     assert tasks, f"tasks/{key}/ has no task lmms-eval can load"
+    index = task_manager._get_task_and_group(os.path.join(tasks_dir(), key))
+    assert sorted(tasks) == sorted(name for name, entry in index.items() if entry["type"] == "task")
     for name, task in sorted(tasks.items()):
         declared = set(task.declared)
         produced: set[str] = set()

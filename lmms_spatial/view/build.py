@@ -249,8 +249,11 @@ def folder_size(out: Path) -> int:
 
 def build(paths: Sequence[Path | str], out: Path | str, labels: list[str] | None = None,
           data: Mapping[str, str] | None = None, seed: int = SEED, plots: bool = True,
-          chunk: int = CHUNK) -> dict[str, Any]:  # fmt: skip
-    """Write the page for the runs under ``paths`` into ``out`` (emptied of an earlier page first); a summary."""
+          chunk: int = CHUNK, drawn: Sequence[Path] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Write the page for the runs under ``paths`` into ``out`` (emptied of an earlier page first); a summary.
+
+    ``drawn``: the PNG plots :func:`lmms_spatial.reports.plots.make_plots` already drew for these same runs, labels
+    and seed (``lmms-spatial demo``'s report), in its order: copied instead of drawn again (the same bytes)."""
     from lmms_spatial.reports.report import build as build_report
     from lmms_spatial.reports.report import describe_run
 
@@ -266,7 +269,10 @@ def build(paths: Sequence[Path | str], out: Path | str, labels: list[str] | None
     for i, run in enumerate(runs):
         writer.add_run(i, run)
     pngs: list[str] = []
-    if plots and tables:
+    if plots and tables and drawn is not None:
+        (out / "plots").mkdir()
+        pngs = [Path(shutil.copyfile(p, out / "plots" / Path(p).name)).relative_to(out).as_posix() for p in drawn]
+    elif plots and tables:
         from lmms_spatial.reports.layouts import benchmark_reports
         from lmms_spatial.reports.plots import make_plots
 

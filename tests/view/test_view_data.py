@@ -193,6 +193,20 @@ def test_the_demo_ends_by_writing_the_page_and_saying_where(full_demo) -> None:
     assert manifest["missing_data"] == [] and len(manifest["runs"]) == 1  # the demo's data gave every image
 
 
+@pytest.mark.slow
+def test_the_demo_s_page_shows_the_report_s_plots_in_the_report_s_order(full_demo) -> None:
+    """The demo draws its plots once, for its report; its page lists those PNGs, the same bytes, in the same order."""
+    report = full_demo.out / "report"
+    listed = [Path(line.removeprefix("- `").removesuffix("`")).name
+              for line in (report / "report.md").read_text().split("\n## Plots\n", 1)[1].splitlines()
+              if line.startswith("- `")]  # fmt: skip
+    assert len(listed) == len(list((report / "plots").glob("*.png"))) > 0
+    manifest = read_js(full_demo.out / "view" / "data" / "manifest.js")
+    assert manifest["plots"] == [f"plots/{name}" for name in listed]
+    for name in listed:
+        assert (full_demo.out / "view" / "plots" / name).read_bytes() == (report / "plots" / name).read_bytes(), name
+
+
 def test_images_come_from_the_data_given_then_the_copy_the_run_read_then_the_variable(tmp_path, monkeypatch) -> None:
     """`lmms-spatial view RESULTS` finds a local copy's images without --data: the run recorded where it read them."""
     from lmms_spatial.view.images import data_roots, recorded_roots

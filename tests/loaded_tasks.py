@@ -1,0 +1,36 @@
+"""What the suite reads of the task dicts lmms-eval builds for a benchmark of ours (``tests/conftest.py``'s
+``benchmark_tasks``): which names ``--tasks`` takes to run all of a benchmark, and the leaf tasks of a task dict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def benchmark_roots(key: str, task_manager) -> list[str]:
+    """The groups of benchmark ``key`` (``tasks/<key>/``) that no other group contains, and its tasks in no group:
+    what ``--tasks`` names to run all of it."""
+    from lmms_eval.utils import load_yaml_config
+
+    from lmms_spatial.paths import tasks_dir
+
+    index = {name: entry for name, entry in task_manager._get_task_and_group(tasks_dir()).items()
+             if isinstance(entry.get("yaml_path"), str)
+             and Path(entry["yaml_path"]).relative_to(tasks_dir()).parts[0] == key}  # fmt: skip
+    members: set[str] = set()
+    for entry in index.values():
+        if entry["type"] == "group":
+            config = load_yaml_config(entry["yaml_path"], mode="simple")
+            members.update(t if isinstance(t, str) else t.get("task", "") for t in config.get("task", []))
+    return sorted(n for n, e in index.items() if e["type"] in ("group", "task") and n not in members)
+
+
+def task_leaves(task_dict: dict) -> dict[str, object]:
+    """{task name: task} of every leaf task in a task dict ``get_task_dict`` built, groups walked."""
+    found = {}
+    for value in task_dict.values():
+        task = value[1] if isinstance(value, tuple) else value
+        if isinstance(task, dict):
+            found.update(task_leaves(task))
+        elif task is not None:
+            found[task.config.task] = task
+    return found
