@@ -188,7 +188,7 @@ def benchmark_tasks(task_manager, offline_base_env, fixture_folder) -> Callable[
 
 
 @pytest.fixture(scope="session")
-def scored_tasks(task_manager, benchmark_tasks) -> Callable[[str], dict[str, ScoredTask]]:
+def scored_tasks(benchmark_tasks) -> Callable[[str], dict[str, ScoredTask]]:
     """key -> {leaf task of tasks/<key>/: ScoredTask} loaded through lmms-eval on the fixture, once per worker
     (:func:`benchmark_tasks`): every task of the folder (the contract test checks none is missing).
 
