@@ -520,9 +520,15 @@ def serve(deep: bool = False, preload: tuple[str, ...] | None = None, start: dic
     # (it stops itself around fork(), pthread_atfork). Any thread started after it (torch's OpenMP pool,
     # pyarrow's jemalloc) is not: then the zygote says it is unsafe and every run is a real process.
     start = dict(os.environ) if start is None else start
+    if preload is None:
+        preload = PRELOAD + (DEEP_PRELOAD if deep else ())
+        # threads counted from after numpy's import (its OpenBLAS pool is fork-safe); a fork starts on one thread
+        baseline = 1
+    else:
+        baseline = 0
     counts = [_threads()]
     failed = []
-    for name in PRELOAD + (DEEP_PRELOAD if deep else ()) if preload is None else preload:
+    for name in preload:
         try:
             __import__(name)
         except ImportError:
@@ -530,7 +536,7 @@ def serve(deep: bool = False, preload: tuple[str, ...] | None = None, start: dic
         except Exception as exc:  # noqa: BLE001 - a run would meet it on its own import: it is not forked from here
             failed.append(f"{name}: {exc!r}")
         counts.append(_threads())
-    started = counts[-1] - counts[1 if preload is None else 0]  # a fork starts on one thread; else after numpy
+    started = counts[-1] - counts[baseline]
     import gc
 
     gc.freeze()  # what the preload made is never collected: each run's gc.collect() walks only its own objects

@@ -269,15 +269,17 @@ def build(paths: Sequence[Path | str], out: Path | str, labels: list[str] | None
     for i, run in enumerate(runs):
         writer.add_run(i, run)
     pngs: list[str] = []
-    if plots and tables and drawn is not None:
-        (out / "plots").mkdir()
-        pngs = [Path(shutil.copyfile(p, out / "plots" / Path(p).name)).relative_to(out).as_posix() for p in drawn]
-    elif plots and tables:
-        from lmms_spatial.reports.layouts import benchmark_reports
-        from lmms_spatial.reports.plots import make_plots
+    if plots and tables:
+        if drawn is None:
+            from lmms_spatial.reports.layouts import benchmark_reports
+            from lmms_spatial.reports.plots import make_plots
 
-        scatters = [s for part in benchmark_reports().values() for s in part.scatters]
-        pngs = [p.relative_to(out).as_posix() for p in make_plots(tables, out / "plots", scatters)]
+            scatters = [s for part in benchmark_reports().values() for s in part.scatters]
+            written = make_plots(tables, out / "plots", scatters)
+        else:
+            (out / "plots").mkdir()
+            written = [Path(shutil.copyfile(p, out / "plots" / Path(p).name)) for p in drawn]
+        pngs = [p.relative_to(out).as_posix() for p in written]
     manifest = {
         "schema": 1,
         "runs": [
