@@ -1,0 +1,102 @@
+"""The wheel: what a non-editable ``pip install`` puts on a user's machine.
+
+The repository's layout is mapped (``tasks/``, ``metrics/``, ``hub_cards/`` install inside ``lmms_spatial``:
+setup.py) and much of what the package reads is data, not Python: task YAMLs, published rows, BibTeX, hub
+cards, the page's assets, the scaffold's templates. setuptools copies data only for declared packages, and
+warned on every install (12 blocks, setuptools 84) that it would stop copying the hub cards, the page's assets
+and the templates, whose folders were not declared. The wheel is built once here, from this checkout, with the
+environment's setuptools (no download).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from lmms_spatial.paths import tasks_dir
+
+REPO = Path(tasks_dir()).parent
+# repository folder -> where it installs
+INSTALLED_AS = {"lmms_spatial": "lmms_spatial", "tasks": "lmms_spatial/tasks", "metrics": "lmms_spatial/metrics",
+                "hub_cards": "lmms_spatial/hub_cards"}  # fmt: skip
+
+
+class Wheel:
+    def __init__(self, path: Path, build_output: str) -> None:
+        self.path = path
+        self.build_output = build_output
+        with zipfile.ZipFile(path) as archive:
+            self.files = {name for name in archive.namelist() if ".dist-info/" not in name}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Wheel:
+    dist = tmp_path_factory.mktemp("dist")
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(REPO)]
+    build = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-3000:]
+    return Wheel(next(dist.glob("lmms_spatial-*.whl")), build.stdout + build.stderr)
+
+
+def _shipped_sources() -> set[str]:
+    """Every file git tracks in the package's folders, at its installed path; the benchmarks' README.md files
+    (``tasks/<key>/README.md``: for contributors, on GitHub) are not read by the package and stay out."""
+    tracked = subprocess.run(["git", "ls-files", *INSTALLED_AS, "lmms_spatial_startup.py"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    shipped = set()
+    for name in tracked:
+        folder, _, rest = name.partition("/")
+        if folder == "tasks" and rest.count("/") == 1 and rest.endswith("/README.md"):
+            continue
+        shipped.add(f"{INSTALLED_AS[folder]}/{rest}" if rest else name)
+    return shipped
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("wheel")
+def test_the_wheel_holds_every_file_the_package_reads_and_nothing_else(wheel):
+    # the startup hook's .pth is written by the build (pyproject's data files), not tracked
+    assert wheel.files == _shipped_sources() | {"lmms_spatial_startup.pth"}
+    for data in ("lmms_spatial/hub_cards/dori/README.md", "lmms_spatial/view/assets/app.js",
+                 "lmms_spatial/scaffold/templates/metrics/__name__.py.tmpl", "lmms_spatial/tasks/mmsi/CITATION.bib",
+                 "lmms_spatial/data/placeholder.jsonl"):  # fmt: skip
+        assert data in wheel.files
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("wheel")
+def test_building_the_wheel_prints_no_warning_to_the_user(wheel):
+    """A user's ``pip install`` shows the build backend's warnings: there were 12 blocks of ~40 lines each."""
+    warnings = re.findall(r"\w*Warning: .*", wheel.build_output)
+    assert warnings == []
+
+
+def _hook_import_us(python: str) -> int:
+    """Cumulative import time (µs) of the startup hook at interpreter start, from ``-X importtime``."""
+    proc = subprocess.run([python, "-X", "importtime", "-c", "pass"], capture_output=True, text=True, timeout=60)
+    lines = [line for line in proc.stderr.splitlines() if line.rstrip().endswith(" lmms_spatial_startup")]
+    times = [int(line.split("|")[1]) for line in lines]
+    assert len(times) == 1, proc.stderr[-2000:]
+    return times[0]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("wheel")
+def test_the_startup_hook_costs_at_most_1_ms_at_interpreter_start_in_a_wheel_install(wheel, tmp_path):
+    """Every Python process of the environment runs the hook; in a wheel install (no editable finder) it
+    imports nothing but itself and our empty package. Best of 7 starts, as a loaded CI machine jitters."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", site,
+                              str(wheel.path)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert (Path(site) / "lmms_spatial_startup.pth").is_file()
+    assert min(_hook_import_us(python) for _ in range(7)) <= 1000
