@@ -44,12 +44,16 @@ def wheel(tmp_path_factory) -> Wheel:
 
 
 def _shipped_sources() -> set[str]:
-    """Every file git tracks in the package's folders, at its installed path; the benchmarks' README.md files
-    (``tasks/<key>/README.md``: for contributors, on GitHub) are not read by the package and stay out."""
-    tracked = subprocess.run(["git", "ls-files", *INSTALLED_AS, "lmms_spatial_startup.py"], cwd=REPO,
-                             capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    """Every file of the package's folders that git tracks or would (not ignored: a benchmark just scaffolded
+    counts), at its installed path; the benchmarks' README.md files (``tasks/<key>/README.md``: for contributors,
+    on GitHub) are not read by the package and stay out."""
+    folders = [*INSTALLED_AS, "lmms_spatial_startup.py"]
+    command = ["git", "ls-files", "--cached", "--others", "--exclude-standard", *folders]
+    listed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
     shipped = set()
-    for name in tracked:
+    for name in sorted(set(listed.stdout.split())):
+        if not (REPO / name).is_file():  # deleted in the working tree, not yet in a commit
+            continue
         folder, _, rest = name.partition("/")
         if folder == "tasks" and rest.count("/") == 1 and rest.endswith("/README.md"):
             continue
