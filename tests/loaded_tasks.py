@@ -25,12 +25,8 @@ def benchmark_roots(key: str, task_manager) -> list[str]:
 
 
 def task_leaves(task_dict: dict) -> dict[str, object]:
-    """{task name: task} of every leaf task in a task dict ``get_task_dict`` built, groups walked."""
-    found = {}
-    for value in task_dict.values():
-        task = value[1] if isinstance(value, tuple) else value
-        if isinstance(task, dict):
-            found.update(task_leaves(task))
-        elif task is not None:
-            found[task.config.task] = task
-    return found
+    """{task name: task} of every leaf task in a task dict ``get_task_dict`` built, groups walked (the plugin's walk:
+    :func:`lmms_spatial.plugin.ours.leaf_tasks`)."""
+    from lmms_spatial.plugin.ours import leaf_tasks
+
+    return dict(leaf_tasks(task_dict))

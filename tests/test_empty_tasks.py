@@ -82,6 +82,17 @@ def test_a_built_in_task_with_no_documents_fails_as_lmms_eval_makes_it():
         module.ConfigurableTask(config={"task": "mme", "docs": [], "process_docs": _builtin})
 
 
+def test_ours_here_is_the_plugins_one_rule_a_users_yaml_on_our_messages_builder_included():
+    """A YAML of the user's whose only code of ours is ``doc_to_messages`` (its own ``process_docs`` and scorer) is
+    ours for every wrapper (:func:`lmms_spatial.plugin.ours.is_ours`): with no documents it is left out like ours,
+    not ended by lmms-eval's ``IndexError`` (this module read three fields of its own and missed it)."""
+    module = _task_module()
+    patch_task_building(module)
+    config = {"task": "my_odi_ocr", "docs": [], "process_docs": _builtin, "doc_to_messages": _ours,
+              "process_results": _builtin}  # fmt: skip
+    assert getattr(module.ConfigurableTask(config=config), empty_tasks._FLAG)
+
+
 def test_patching_twice_wraps_once():
     module = _task_module()
     patch_task_building(module)

@@ -25,6 +25,7 @@ there and the whole group dies before the first model call. Three steps and an e
 from __future__ import annotations
 
 from lmms_spatial.plugin import failures
+from lmms_spatial.plugin.ours import is_ours, leaf_name, leaf_tasks
 from lmms_spatial.run_state import DOCUMENTS_KEY, NO_DOCUMENTS
 
 COVERAGE_KEY = "tasks_covered,none"  # results["results"][group]: "4 of 5; no documents: <tasks>"
@@ -40,20 +41,14 @@ _empty: list[str] = []
 _coverage: dict[str, tuple[list[str], list[str]]] = {}
 
 
-def _is_ours(task) -> bool:
-    """Whether the task's functions come from our package (built-in tasks keep lmms-eval's behaviour)."""
-    config = getattr(task, "config", None)
-    functions = (getattr(config, name, None) for name in ("process_docs", "doc_to_text", "process_results"))
-    return any(str(getattr(f, "__module__", "") or "").startswith("lmms_spatial") for f in functions)
-
-
 def tolerated(task) -> bool:
-    """Whether ``task``, whose ``ConfigurableTask.__init__`` raised ``IndexError``, is one of ours with no
-    documents: then it is flagged (left out of the run by :func:`leave_out`) and built; otherwise the error is
-    lmms-eval's to raise (built-in tasks keep lmms-eval's behaviour). Called by the one wrapper of that
-    constructor (:func:`lmms_spatial.plugin.tasks.patch_task_building`)."""
+    """Whether ``task``, whose ``ConfigurableTask.__init__`` raised ``IndexError``, is one of ours (by the code it
+    runs: :func:`~lmms_spatial.plugin.ours.is_ours`, the rule every wrapper reads) with no documents: then it is
+    flagged (left out of the run by :func:`leave_out`) and built; otherwise the error is lmms-eval's to raise
+    (built-in tasks keep lmms-eval's behaviour). Called by the one wrapper of that constructor
+    (:func:`lmms_spatial.plugin.tasks.patch_task_building`)."""
     docs = getattr(task, "task_docs", None)
-    if docs is None or len(docs) != 0 or not _is_ours(task):
+    if docs is None or len(docs) != 0 or not is_ours(task):
         return False
     setattr(task, _FLAG, True)
     from loguru import logger
@@ -62,20 +57,8 @@ def tolerated(task) -> bool:
     return True
 
 
-def _task_name(key, value) -> str:
-    config = getattr(value, "config", None)
-    return str(getattr(config, "task", None) or key)
-
-
 def _group_name(key) -> str:
     return str(getattr(key, "group", None) or getattr(key, "group_name", None) or key)
-
-
-def _leaves(task_dict: dict) -> list[str]:
-    out: list[str] = []
-    for key, value in task_dict.items():
-        out += _leaves(value) if isinstance(value, dict) else [_task_name(key, value)]
-    return out
 
 
 def without_empty_tasks(task_dict: dict) -> tuple[dict, list[str], dict[str, tuple[list[str], list[str]]]]:
@@ -92,9 +75,9 @@ def without_empty_tasks(task_dict: dict) -> tuple[dict, list[str], dict[str, tup
             if sub:
                 kept[key] = sub
                 if sub_empty:
-                    coverage[_group_name(key)] = (_leaves(sub), sub_empty)
+                    coverage[_group_name(key)] = ([name for name, _ in leaf_tasks(sub)], sub_empty)
         elif getattr(value, _FLAG, False):
-            empty.append(_task_name(key, value))
+            empty.append(leaf_name(key, value))
         else:
             kept[key] = value
     return kept, empty, coverage

@@ -55,22 +55,30 @@ def is_yaml_file_of_ours(entry: str) -> bool:
         return False
 
 
+def leaf_tasks(task_dict: Any) -> list[tuple[str, Any]]:
+    """Every leaf task of a task dict as lmms-eval's ``get_task_dict`` resolves it (groups nested, a leaf possibly a
+    ``(group, task)`` pair), with its name (its config's ``task``, else its key), in the dict's order. The one walk
+    of a task dict: which tasks are ours, which an empty release left out, what a group covers."""
+    found: list[tuple[str, Any]] = []
+    if not isinstance(task_dict, dict):
+        return found
+    for key, value in task_dict.items():
+        task = value[1] if isinstance(value, tuple) and len(value) == 2 else value
+        if isinstance(task, dict):
+            found += leaf_tasks(task)
+        elif task is not None:
+            found.append((leaf_name(key, task), task))
+    return found
+
+
+def leaf_name(key: Any, task: Any) -> str:
+    """A leaf task's name: its config's ``task``, else its key in the task dict."""
+    return str(getattr(getattr(task, "config", None), "task", None) or key)
+
+
 def our_leaves(task_dict: Any) -> list[str]:
-    """The tasks of ours in a task dict as lmms-eval's ``get_task_dict`` resolves it (groups nested, leaves
-    possibly ``(group, task)`` pairs), by name, sorted."""
-    found: set[str] = set()
-
-    def walk(mapping: dict) -> None:
-        for key, value in mapping.items():
-            task = value[1] if isinstance(value, tuple) and len(value) == 2 else value
-            if isinstance(task, dict):
-                walk(task)
-            elif task is not None and is_ours(task):
-                found.add(str(getattr(getattr(task, "config", None), "task", None) or key))
-
-    if isinstance(task_dict, dict):
-        walk(task_dict)
-    return sorted(found)
+    """The tasks of ours in a task dict (:func:`leaf_tasks`), by name, sorted."""
+    return sorted({name for name, task in leaf_tasks(task_dict) if is_ours(task)})
 
 
 def recognise(task_dict: Any) -> run_state.Run | None:
