@@ -11,6 +11,7 @@ environment's setuptools (no download).
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -34,27 +35,36 @@ class Wheel:
             self.files = {name for name in archive.namelist() if ".dist-info/" not in name}
 
 
+def _checkout_files() -> list[str]:
+    """The files of this checkout that git tracks or would (not ignored: a benchmark just scaffolded counts), as
+    they are in the working tree (one deleted and not yet committed is not)."""
+    command = ["git", "ls-files", "--cached", "--others", "--exclude-standard"]
+    listed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True).stdout.splitlines()
+    return sorted(name for name in set(listed) if (REPO / name).is_file())
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Wheel:
-    dist = tmp_path_factory.mktemp("dist")
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(REPO)]
-    build = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    """Built from a copy of :func:`_checkout_files`: a build in the checkout itself reuses its ``build/lib``, which
+    keeps every file an earlier build copied there (a YAML deleted since still went into the wheel)."""
+    source, dist = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
+    for name in _checkout_files():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, source / name)
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist)]
+    build = subprocess.run([*pip_wheel, str(source)], capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr[-3000:]
     return Wheel(next(dist.glob("lmms_spatial-*.whl")), build.stdout + build.stderr)
 
 
 def _shipped_sources() -> set[str]:
-    """Every file of the package's folders that git tracks or would (not ignored: a benchmark just scaffolded
-    counts), at its installed path; the benchmarks' README.md files (``tasks/<key>/README.md``: for contributors,
-    on GitHub) are not read by the package and stay out."""
-    folders = [*INSTALLED_AS, "lmms_spatial_startup.py"]
-    command = ["git", "ls-files", "--cached", "--others", "--exclude-standard", *folders]
-    listed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+    """Every file of the checkout in the package's folders, at its installed path; the benchmarks' README.md files
+    (``tasks/<key>/README.md``: for contributors, on GitHub) are not read by the package and stay out."""
     shipped = set()
-    for name in sorted(set(listed.stdout.split())):
-        if not (REPO / name).is_file():  # deleted in the working tree, not yet in a commit
-            continue
+    for name in _checkout_files():
         folder, _, rest = name.partition("/")
+        if name != "lmms_spatial_startup.py" and folder not in INSTALLED_AS:
+            continue
         if folder == "tasks" and rest.count("/") == 1 and rest.endswith("/README.md"):
             continue
         shipped.add(f"{INSTALLED_AS[folder]}/{rest}" if rest else name)
