@@ -28,9 +28,10 @@ INSTALLED_AS = {"lmms_spatial": "lmms_spatial", "tasks": "lmms_spatial/tasks", "
 
 
 class Wheel:
-    def __init__(self, path: Path, build_output: str) -> None:
+    def __init__(self, path: Path, build_output: str, sources: list[str]) -> None:
         self.path = path
         self.build_output = build_output
+        self.sources = sources  # the checkout's files it was built from (:func:`_checkout_files`)
         with zipfile.ZipFile(path) as archive:
             self.files = {name for name in archive.namelist() if ".dist-info/" not in name}
 
@@ -48,20 +49,22 @@ def wheel(tmp_path_factory) -> Wheel:
     """Built from a copy of :func:`_checkout_files`: a build in the checkout itself reuses its ``build/lib``, which
     keeps every file an earlier build copied there (a YAML deleted since still went into the wheel)."""
     source, dist = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("dist")
-    for name in _checkout_files():
+    sources = _checkout_files()
+    for name in sources:
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, source / name)
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist)]
     build = subprocess.run([*pip_wheel, str(source)], capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr[-3000:]
-    return Wheel(next(dist.glob("lmms_spatial-*.whl")), build.stdout + build.stderr)
+    return Wheel(next(dist.glob("lmms_spatial-*.whl")), build.stdout + build.stderr, sources)
 
 
-def _shipped_sources() -> set[str]:
-    """Every file of the checkout in the package's folders, at its installed path; the benchmarks' README.md files
-    (``tasks/<key>/README.md``: for contributors, on GitHub) are not read by the package and stay out."""
+def _shipped_sources(sources: list[str]) -> set[str]:
+    """Every file of ``sources`` (the checkout's) in the package's folders, at its installed path; the benchmarks'
+    README.md files (``tasks/<key>/README.md``: for contributors, on GitHub) are not read by the package and stay
+    out."""
     shipped = set()
-    for name in _checkout_files():
+    for name in sources:
         folder, _, rest = name.partition("/")
         if name != "lmms_spatial_startup.py" and folder not in INSTALLED_AS:
             continue
@@ -75,7 +78,7 @@ def _shipped_sources() -> set[str]:
 @pytest.mark.xdist_group("wheel")
 def test_the_wheel_holds_every_file_the_package_reads_and_nothing_else(wheel):
     # the startup hook's .pth is written by the build (pyproject's data files), not tracked
-    assert wheel.files == _shipped_sources() | {"lmms_spatial_startup.pth"}
+    assert wheel.files == _shipped_sources(wheel.sources) | {"lmms_spatial_startup.pth"}
     for data in ("lmms_spatial/hub_cards/dori/README.md", "lmms_spatial/view/assets/app.js",
                  "lmms_spatial/scaffold/templates/metrics/__name__.py.tmpl", "lmms_spatial/tasks/mmsi/CITATION.bib",
                  "lmms_spatial/data/placeholder.jsonl"):  # fmt: skip
