@@ -6,16 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def folder_index(key: str, task_manager) -> dict[str, dict]:
+    """lmms-eval's index entries (tasks, groups, tags) whose YAML lies in benchmark ``key``'s folder,
+    ``tasks/<key>/``."""
+    from lmms_spatial.paths import tasks_dir
+
+    return {name: entry for name, entry in task_manager._get_task_and_group(tasks_dir()).items()
+            if isinstance(entry.get("yaml_path"), str)
+            and Path(entry["yaml_path"]).relative_to(tasks_dir()).parts[0] == key}  # fmt: skip
+
+
 def benchmark_roots(key: str, task_manager) -> list[str]:
     """The groups of benchmark ``key`` (``tasks/<key>/``) that no other group contains, and its tasks in no group:
     what ``--tasks`` names to run all of it."""
     from lmms_eval.utils import load_yaml_config
 
-    from lmms_spatial.paths import tasks_dir
-
-    index = {name: entry for name, entry in task_manager._get_task_and_group(tasks_dir()).items()
-             if isinstance(entry.get("yaml_path"), str)
-             and Path(entry["yaml_path"]).relative_to(tasks_dir()).parts[0] == key}  # fmt: skip
+    index = folder_index(key, task_manager)
     members: set[str] = set()
     for entry in index.values():
         if entry["type"] == "group":

@@ -20,6 +20,7 @@ import datasets
 import pytest
 import yaml
 from lmms_eval_install import NO_BUILTIN_TASKS, builtin_task_yamls
+from loaded_tasks import folder_index
 
 from lmms_spatial.data.demo import DEMO_BENCHMARKS
 from lmms_spatial.data.registry import BENCHMARKS
@@ -113,7 +114,7 @@ def test_every_task_loads_and_every_declared_metric_is_produced(key, scored_task
     monkeypatch.setenv("LMMS_SPATIAL_JUDGE", "none")  # judged tasks: the rule-based fallback, no network
     tasks = scored_tasks(key)
     assert tasks, f"tasks/{key}/ has no task lmms-eval can load"
-    index = task_manager._get_task_and_group(os.path.join(tasks_dir(), key))
+    index = folder_index(key, task_manager)  # the folder's entries, as the build of its groups read them
     assert sorted(tasks) == sorted(name for name, entry in index.items() if entry["type"] == "task")
     for name, task in sorted(tasks.items()):
         declared = set(task.declared)
