@@ -1,10 +1,10 @@
-"""Where the installed task YAMLs live (the directory lmms-eval must index)."""
+"""Where the installed task YAMLs live (the directory lmms-eval must index), and which code is ours."""
 
 from __future__ import annotations
 
+import functools
 import os
-
-TASKS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks")
+from typing import Any
 
 
 def tasks_dir() -> str:
@@ -12,6 +12,21 @@ def tasks_dir() -> str:
     import lmms_spatial.tasks as tasks_pkg
 
     return os.path.dirname(os.path.abspath(tasks_pkg.__file__))
+
+
+def is_our_code(function: Any) -> bool:
+    """Whether ``function`` (``functools.partial`` wrappers looked through) is code of ours: defined in our package,
+    or in a file under :func:`tasks_dir` (lmms-eval loads a task folder's ``utils.py`` by file path, as a module
+    named ``utils``). The one rule for "ours" of the plugin's wrappers and of the prefetcher."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    if not callable(function):
+        return False
+    if (getattr(function, "__module__", None) or "").startswith("lmms_spatial."):
+        return True
+    code = getattr(function, "__code__", None)
+    where = os.path.realpath(getattr(code, "co_filename", "") or "")
+    return bool(where) and where.startswith(os.path.realpath(tasks_dir()) + os.sep)
 
 
 def benchmark_keys() -> list[str]:

@@ -38,6 +38,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_spatial.paths import is_our_code
+
 ENV_SWITCH = "LMMS_SPATIAL_PREFETCH"
 ENV_WINDOW = "LMMS_SPATIAL_PREFETCH_DOCS"
 ENV_THREADS = "LMMS_SPATIAL_PREFETCH_THREADS"
@@ -99,9 +101,9 @@ def task_function(function: Any) -> Any:
 
 
 def is_ours(function: Any) -> bool:
-    """Whether a request's document callable runs code of ours (our task adapters)."""
-    module = getattr(task_function(function), "__module__", None) or ""
-    return callable(function) and module.startswith("lmms_spatial.")
+    """Whether a request's document callable runs code of ours (:func:`lmms_spatial.paths.is_our_code`, the
+    plugin's rule for a task's code, applied to the task's own function behind the callable)."""
+    return callable(function) and is_our_code(task_function(function))
 
 
 def doc_function_index(args: Sequence[Any]) -> int | None:

@@ -255,6 +255,25 @@ def test_lmms_eval_task_methods_are_recognised_through_their_config() -> None:
     assert pf.doc_function_index(("ctx", {}, Task().doc_to_messages, 0, TASK)) is None  # another shape
 
 
+def test_a_document_function_written_in_one_of_our_task_folders_is_prefetched_as_the_plugin_counts_it(tmp_path):
+    """One rule for "ours" (lmms_spatial.paths.is_our_code): a function lmms-eval loaded from a utils.py of one of our
+    task folders (by file path, as module "utils") is ours to the prefetcher as it is to the plugin's wrappers."""
+    import os
+
+    from lmms_spatial.paths import tasks_dir
+    from lmms_spatial.plugin.ours import is_ours as plugin_is_ours
+
+    source = "def doc_to_messages(doc):\n    return []\n"
+    for where, ours in ((os.path.join(tasks_dir(), "mmsi", "utils.py"), True), (str(tmp_path / "utils.py"), False)):
+        namespace: dict = {"__name__": "utils"}
+        exec(compile(source, where, "exec"), namespace)
+        function = namespace["doc_to_messages"]
+        assert function.__module__ == "utils"
+        assert pf.is_ours(function) is ours, where
+        assert plugin_is_ours({"task": "t", "doc_to_messages": function}) is ours, where
+        assert pf.doc_function_index(("ctx", function, {}, 0, TASK, SPLIT)) == (1 if ours else None), where
+
+
 def test_the_window_defaults_to_four_batches_and_at_least_eight(monkeypatch) -> None:
     monkeypatch.delenv(pf.ENV_WINDOW, raising=False)
     assert (pf.default_window(8), pf.default_window(1), pf.default_window("auto")) == (32, 8, 8)

@@ -184,7 +184,6 @@ def _overlay(copy: Path, root: Path) -> Path:
         (package / child.name).symlink_to(child)
     (package / "tasks").symlink_to(copy / "tasks")
     (package / "metrics").symlink_to(copy / "metrics")
-    (root / "tasks").symlink_to(copy / "tasks")  # lmms_spatial.paths.TASKS_DIR
     return root
 
 

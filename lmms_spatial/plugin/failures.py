@@ -26,6 +26,7 @@ import sys
 import threading
 from pathlib import Path
 
+from lmms_spatial.paths import tasks_dir
 from lmms_spatial.run_state import RunRefused  # with the run state, so that code below the plugin can raise it
 
 EXC_TASK_ATTR = "lmms_spatial_task"  # set on an exception raised while lmms-eval built that task
@@ -42,12 +43,6 @@ _STATUS: list[int] = []  # the exit status of a run that has failure lines, when
 INTERRUPTED_STATUS = 130  # a shell's status for a command ended by SIGINT
 
 
-def our_tasks_dir() -> str:
-    import lmms_spatial.tasks as tasks_pkg
-
-    return os.path.dirname(os.path.abspath(tasks_pkg.__file__))
-
-
 _NAMES: list[set[str]] = []
 
 
@@ -56,7 +51,7 @@ def our_task_names() -> set[str]:
     if not _NAMES:
         pattern = re.compile(r"^(?:task|group|tag):\s*([\w.-]+)\s*(?:#.*)?$", re.MULTILINE)
         names: set[str] = set()
-        for path in Path(our_tasks_dir()).rglob("*.yaml"):
+        for path in Path(tasks_dir()).rglob("*.yaml"):
             names.update(pattern.findall(path.read_text(encoding="utf-8")))
         _NAMES.append(names)
     return _NAMES[0]

@@ -7,27 +7,14 @@ Read by every wrapper that must leave other runs as lmms-eval runs them (:mod:`.
 
 from __future__ import annotations
 
-import functools
 import os
 from typing import Any
 
 from lmms_spatial import run_state
-from lmms_spatial.plugin.failures import our_tasks_dir
+from lmms_spatial.paths import is_our_code
 
 # the task config fields that hold a task's code: a task whose code is ours is ours, whatever it is named
 CODE_FIELDS = ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_messages", "doc_to_target", "process_results")
-
-
-def _is_our_code(function: Any) -> bool:
-    while isinstance(function, functools.partial):
-        function = function.func
-    if not callable(function):
-        return False
-    if (getattr(function, "__module__", None) or "").startswith("lmms_spatial."):
-        return True
-    code = getattr(function, "__code__", None)  # a function defined in one of our utils.py (loaded by file path)
-    where = os.path.realpath(getattr(code, "co_filename", "") or "")
-    return bool(where) and where.startswith(os.path.realpath(our_tasks_dir()) + os.sep)
 
 
 def is_ours(task_or_config: Any) -> bool:
@@ -39,7 +26,7 @@ def is_ours(task_or_config: Any) -> bool:
         found = getattr(config, name, None)
         return found if found is not None or not isinstance(config, dict) else config.get(name)
 
-    return any(_is_our_code(read(name)) for name in CODE_FIELDS)
+    return any(is_our_code(read(name)) for name in CODE_FIELDS)
 
 
 def is_yaml_file_of_ours(entry: str) -> bool:

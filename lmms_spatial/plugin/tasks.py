@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 
 from lmms_spatial import run_state
+from lmms_spatial.paths import tasks_dir
 from lmms_spatial.plugin import empty_tasks, internal
-from lmms_spatial.plugin.failures import EXC_OURS_ATTR, EXC_TASK_ATTR, our_tasks_dir
+from lmms_spatial.plugin.failures import EXC_OURS_ATTR, EXC_TASK_ATTR
 from lmms_spatial.plugin.ours import is_ours
 
 INCLUDE_PATH_HINT = 'pass --include_path "$(lmms-spatial tasks-dir)" to lmms-eval'
@@ -39,7 +40,7 @@ def patch_task_manager(module) -> None:
             paths = [include_path]
         else:
             paths = list(include_path)
-        ours = our_tasks_dir()
+        ours = tasks_dir()
         if not any(os.path.realpath(p) == os.path.realpath(ours) for p in paths):
             paths.append(ours)
         from lmms_spatial.plugin.run import refuse_cli_mistakes
