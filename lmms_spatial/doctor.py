@@ -129,16 +129,28 @@ def check_hub(env: dict[str, str]) -> Iterator[Check]:
 
 
 def check_data(env: dict[str, str]) -> Iterator[Check]:
-    """Each benchmark's local copy, where its variable names one."""
+    """Each benchmark's local copy, where its variable names one; offline, whether the release (or the published
+    copy) a run would read is in the Hugging Face cache, by the run's own rule (``data.sources.offline_gap``)."""
+    from lmms_spatial.data.hub_cache import offline
     from lmms_spatial.data.registry import BENCHMARKS
+    from lmms_spatial.data.sources import offline_gap
 
     for key, bench in BENCHMARKS.items():
         value = env.get(bench.env_var)
-        if not value and not bench.hub_id:
+        repo = (env.get(bench.repo_var) or "").strip()
+        release = f"the published copy {repo} ({bench.repo_var})" if repo else f"the release {bench.hub_id}"
+        if not value and not repo and not bench.hub_id:
             yield Check(NOTE, key, f"{bench.env_var} not set: no public release; its tasks need a local copy "
                         f"(lmms-spatial convert {key})")  # fmt: skip
-        elif not value:
-            yield Check(NOTE, key, f"{bench.env_var} not set: the release {bench.hub_id} is read from the Hub")
+        elif not value and not offline(env):
+            yield Check(NOTE, key, f"{bench.env_var} not set: {release} is read from the Hub")
+        elif not value:  # offline: its tasks stop at once unless what they read is in the cache
+            gap = offline_gap(key)
+            if gap is None:
+                yield Check(OK, key, f"{bench.env_var} not set: offline, {release} is read from the Hugging Face cache")
+            else:
+                why = gap.removeprefix(f"{key}: ")
+                yield Check(NOTE, key, f"{bench.env_var} not set, and its tasks stop at once: {why}")
         elif not Path(value).exists():
             yield Check(FIX, key, f"{bench.env_var}={value!r}: no such file or folder: point it at the data, "
                         "or unset it to read the release")  # fmt: skip

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 from lmms_spatial import doctor
+from lmms_spatial.data.sources import BENCHMARKS, DataUnavailable, dataset_source
 from lmms_spatial.doctor import FIX, NOTE, OK, Check
 
 
@@ -25,6 +30,75 @@ def test_data_paths_are_checked_where_a_variable_names_one(tmp_path):
         "LMMS_SPATIAL_MMPERSPECTIVE_PATH not set: no public release; its tasks need a local copy "
         "(lmms-spatial convert mmperspective)"
     )
+
+
+def _offline_with_an_empty_cache(tmp_path, monkeypatch) -> dict[str, str]:
+    """The environment of an air-gapped node whose Hugging Face cache is ``tmp_path/hf``: no data variable set."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    for bench in BENCHMARKS.values():
+        for name in (bench.env_var, bench.repo_var, bench.revision_var, bench.map_var):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return dict(os.environ)
+
+
+def _run_stops_with(key: str) -> str:
+    """The one line a run of ``key``'s tasks stops with now (what lmms-eval's task build gets from our loader)."""
+    with pytest.raises(DataUnavailable) as stopped:
+        dataset_source(key)
+    return str(stopped.value).removeprefix(f"{key}: ")
+
+
+def test_offline_a_release_missing_from_the_cache_is_named_with_the_runs_own_line(tmp_path, monkeypatch):
+    env = _offline_with_an_empty_cache(tmp_path, monkeypatch)
+    checks = by_what(list(doctor.check_data(env)))
+    for key in ("dori", "mmsi", "odi_bench", "osr_bench"):  # converted from the release (3), read as published (mmsi)
+        bench = BENCHMARKS[key]
+        assert checks[key] == Check(
+            NOTE, key, f"{bench.env_var} not set, and its tasks stop at once: {_run_stops_with(key)}"
+        ), key
+    assert "appledora/DORI-Benchmark@main is not in the Hugging Face cache" in checks["dori"].detail
+    assert checks["mmperspective"].detail.endswith("no public release; its tasks need a local copy "
+                                                   "(lmms-spatial convert mmperspective)")  # fmt: skip
+    assert doctor.main(None, False, False, judge=False) == 0  # notes: a run of other benchmarks is not stopped
+
+
+def test_offline_a_release_in_the_cache_is_ok_where_the_run_reads_it(tmp_path, monkeypatch):
+    env = _offline_with_an_empty_cache(tmp_path, monkeypatch)
+    made = "0123456789abcdef0123456789abcdef01234567"
+    snapshots = {}
+    for key in ("dori", "mmsi"):  # the pinned revision's snapshot, as `hf download` leaves it (mmsi pins a commit)
+        bench = BENCHMARKS[key]
+        repo = tmp_path / "hf" / "hub" / f"datasets--{bench.hub_id.replace('/', '--')}"
+        pinned = len(bench.revision) == 40
+        snapshots[key] = repo / "snapshots" / (bench.revision if pinned else made)
+        snapshots[key].mkdir(parents=True)
+        if not pinned:  # a branch: its ref names the commit
+            (repo / "refs").mkdir()
+            (repo / "refs" / bench.revision).write_text(made)
+    checks = by_what(list(doctor.check_data(env)))
+    assert checks["dori"] == Check(
+        OK, "dori", "LMMS_SPATIAL_DORI_PATH not set: offline, the release appledora/DORI-Benchmark is read from the "
+        "Hugging Face cache")  # fmt: skip
+    assert checks["mmsi"].status == OK
+    assert dataset_source("mmsi").path == str(snapshots["mmsi"])  # where the run reads it
+    assert checks["odi_bench"].status == NOTE  # not copied: still named
+
+
+def test_a_published_copy_is_named_where_its_variable_points(tmp_path, monkeypatch):
+    env = _offline_with_an_empty_cache(tmp_path, monkeypatch)
+    online = {k: v for k, v in env.items() if k != "HF_HUB_OFFLINE"} | {"LMMS_SPATIAL_DORI_REPO": "lab/dori-copy"}
+    assert by_what(list(doctor.check_data(online)))["dori"] == Check(
+        NOTE, "dori", "LMMS_SPATIAL_DORI_PATH not set: the published copy lab/dori-copy (LMMS_SPATIAL_DORI_REPO) is "
+        "read from the Hub")  # fmt: skip
+    monkeypatch.setenv("LMMS_SPATIAL_DORI_REPO", "lab/dori-copy")
+    offline = by_what(list(doctor.check_data(dict(os.environ))))["dori"]
+    assert offline == Check(
+        NOTE, "dori", f"LMMS_SPATIAL_DORI_PATH not set, and its tasks stop at once: {_run_stops_with('dori')}"
+    )
+    assert offline.detail.split("stop at once: ")[1].startswith("LMMS_SPATIAL_DORI_REPO=lab/dori-copy: dori: offline")
 
 
 def test_the_judge_line_follows_the_judge_setting():

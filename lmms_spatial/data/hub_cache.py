@@ -8,6 +8,7 @@ other's internals back.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -25,8 +26,10 @@ class DataUnavailable(RuntimeError):
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
-def offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in {"1", "true", "yes", "on"} for v in OFFLINE_VARS)
+def offline(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the data is read without the network (``environ``: default ``os.environ``, read now)."""
+    env = os.environ if environ is None else environ
+    return any(env.get(v, "").strip().lower() in {"1", "true", "yes", "on"} for v in OFFLINE_VARS)
 
 
 def hf_home() -> Path:

@@ -31,9 +31,13 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lmms_spatial.data.benchmark import Benchmark
 from lmms_spatial.data.hub_cache import DataUnavailable, cached_commits, hf_home, hub_cache, offline
+
+if TYPE_CHECKING:
+    from lmms_spatial.data.column_map import ColumnMap
 
 # bump when a converter's output changes: prepared copies made by an older one are remade
 PREPARED_FORMAT = 1
@@ -68,18 +72,24 @@ def cached_snapshot(bench: Benchmark, revision: str) -> Path | None:
     return None
 
 
+def cached_release(bench: Benchmark, revision: str) -> Path:
+    """The release's snapshot in the Hugging Face cache, as a run reads it offline; otherwise the one line it stops
+    with (:class:`DataUnavailable`). No network."""
+    found = cached_snapshot(bench, revision)
+    if found is None:
+        others = cached_commits(bench.hub_id)
+        held = f" (it holds commit(s) {', '.join(others)})" if others else ""
+        raise DataUnavailable(
+            f"{bench.key}: offline (HF_HUB_OFFLINE) and {bench.hub_id}@{revision} is not in the Hugging Face "
+            f"cache {str(hub_cache())!r}{held}; download it once with network access, or {_fix(bench)}"
+        )
+    return found
+
+
 def fetch_release(bench: Benchmark, revision: str) -> Path:
     """The downloaded release (a snapshot folder named by its commit)."""
     if offline():
-        found = cached_snapshot(bench, revision)
-        if found is None:
-            others = cached_commits(bench.hub_id)
-            held = f" (it holds commit(s) {', '.join(others)})" if others else ""
-            raise DataUnavailable(
-                f"{bench.key}: offline (HF_HUB_OFFLINE) and {bench.hub_id}@{revision} is not in the Hugging Face "
-                f"cache {str(hub_cache())!r}{held}; download it once with network access, or {_fix(bench)}"
-            )
-        return found
+        return cached_release(bench, revision)
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -128,17 +138,24 @@ def _complete(target: Path, snapshot: Path, mapping: str = "") -> bool:
     )
 
 
+def column_map_of(bench: Benchmark) -> ColumnMap:
+    """The release's renamed columns (``LMMS_SPATIAL_<NAME>_MAP``); a malformed value is the run's one line."""
+    from lmms_spatial.data.column_map import MappingError, from_env
+
+    try:
+        return from_env(bench)
+    except MappingError as exc:
+        raise DataUnavailable(f"{bench.key}: {exc}") from None
+
+
 def prepare(bench: Benchmark) -> Path:
     """The prepared copy of ``bench``'s release (made now if needed); see the module docstring."""
     from filelock import FileLock
 
-    from lmms_spatial.data.column_map import MappingError, from_env, map_hint
+    from lmms_spatial.data.column_map import map_hint
     from lmms_spatial.data.convert import ReleaseMismatch, convert_release
 
-    try:
-        column_map = from_env(bench)
-    except MappingError as exc:
-        raise DataUnavailable(f"{bench.key}: {exc}") from None
+    column_map = column_map_of(bench)
     revision = revision_of(bench)
     snapshot = fetch_release(bench, revision)
     target = prepared_root(bench) / snapshot.name

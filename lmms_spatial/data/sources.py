@@ -36,7 +36,7 @@ from lmms_spatial.data.hub_cache import (  # noqa: F401  (DataUnavailable, hf_ho
     in_hub_cache,
     offline,
 )
-from lmms_spatial.data.prepare import cached_snapshot, prepare, revision_of
+from lmms_spatial.data.prepare import cached_release, cached_snapshot, column_map_of, prepare, revision_of
 from lmms_spatial.data.published import published_benchmark
 from lmms_spatial.data.registry import BENCHMARKS
 
@@ -56,33 +56,71 @@ def hub_source(bench: Benchmark) -> DatasetSource:
     Checked before lmms-eval starts its download (and its retries): a release that cannot be had
     offline, or is not public, fails in one line naming the fix.
     """
+    _check_public(bench)
+    if not bench.hub_is_normalised:
+        return DatasetSource(str(prepare(bench)), {}, local=True)
+    if offline():
+        return _offline_source(bench)
+    revision = revision_of(bench)
+    return DatasetSource(bench.hub_id, {"revision": revision} if revision != "main" else {})
+
+
+def _check_public(bench: Benchmark) -> None:
     if not bench.hub_id:
         raise DataUnavailable(
             f"{bench.key}: no public release on the Hugging Face Hub; convert a local copy with "
             f"`lmms-spatial convert {bench.converter} ...` and set {bench.env_var} to the output"
         )
-    if not bench.hub_is_normalised:
-        return DatasetSource(str(prepare(bench)), {}, local=True)
+
+
+def _offline_source(bench: Benchmark) -> DatasetSource:
+    """A release read as published, offline: a snapshot copied into HF_HUB_CACHE is read as a local folder
+    (datasets itself only finds releases it prepared before); else what datasets cached; else one line."""
     revision = revision_of(bench)
-    if offline():
-        # air-gapped: a snapshot copied into HF_HUB_CACHE is read as a local folder (datasets itself
-        # only finds releases it prepared before); else what datasets cached; else one line
-        snapshot = cached_snapshot(bench, revision)
-        if snapshot is not None:
-            return DatasetSource(str(snapshot), {}, local=True)
-        others = cached_commits(bench.hub_id)
-        if others and not in_datasets_cache(bench.hub_id):  # e.g. a copied cache of another commit
-            raise DataUnavailable(
-                f"{bench.key}: offline ({'/'.join(OFFLINE_VARS)}) and {bench.hub_id}@{revision} is not in the "
-                f"Hugging Face cache, which holds commit(s) {', '.join(others)}; set {bench.revision_var} to one "
-                f"of them, download {revision} once with network access, or set {bench.env_var} to a local copy"
-            )
-        if not in_hub_cache(bench.hub_id):
-            raise DataUnavailable(
-                f"{bench.key}: offline ({'/'.join(OFFLINE_VARS)}) and {bench.hub_id} is not in the Hugging Face "
-                f"cache; download it once with network access, or set {bench.env_var} to a local copy"
-            )
+    snapshot = cached_snapshot(bench, revision)
+    if snapshot is not None:
+        return DatasetSource(str(snapshot), {}, local=True)
+    others = cached_commits(bench.hub_id)
+    if others and not in_datasets_cache(bench.hub_id):  # e.g. a copied cache of another commit
+        raise DataUnavailable(
+            f"{bench.key}: offline ({'/'.join(OFFLINE_VARS)}) and {bench.hub_id}@{revision} is not in the "
+            f"Hugging Face cache, which holds commit(s) {', '.join(others)}; set {bench.revision_var} to one "
+            f"of them, download {revision} once with network access, or set {bench.env_var} to a local copy"
+        )
+    if not in_hub_cache(bench.hub_id):
+        raise DataUnavailable(
+            f"{bench.key}: offline ({'/'.join(OFFLINE_VARS)}) and {bench.hub_id} is not in the Hugging Face "
+            f"cache; download it once with network access, or set {bench.env_var} to a local copy"
+        )
     return DatasetSource(bench.hub_id, {"revision": revision} if revision != "main" else {})
+
+
+def offline_gap(key: str) -> str | None:
+    """The one line a run of ``key``'s tasks would stop with offline for want of its data, or None when the data
+    it would read is here: the local copy its variable names (checked as a run checks it), or the release or
+    published copy (``_REPO``) in the Hugging Face cache. For ``lmms-spatial doctor``: it reads the environment and
+    the cache only; nothing is downloaded or converted (a release that needs converting is found, not prepared)."""
+    bench = BENCHMARKS[key]
+    try:
+        if os.environ.get(bench.env_var, "").strip():
+            dataset_source(key)
+            return None
+        published = published_benchmark(bench)
+        release = published or bench
+        try:
+            _check_public(release)
+            if release.hub_is_normalised:
+                _offline_source(release)
+            else:  # what prepare() reads before it converts
+                column_map_of(release)
+                cached_release(release, revision_of(release))
+        except DataUnavailable as exc:
+            if published is None:
+                raise
+            raise DataUnavailable(f"{bench.repo_var}={published.hub_id}: {exc}") from None
+    except DataUnavailable as exc:
+        return str(exc)
+    return None
 
 
 def dataset_source(key: str) -> DatasetSource:
