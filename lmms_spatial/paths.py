@@ -24,9 +24,15 @@ def is_our_code(function: Any) -> bool:
         return False
     if (getattr(function, "__module__", None) or "").startswith("lmms_spatial."):
         return True
-    code = getattr(function, "__code__", None)
-    where = os.path.realpath(getattr(code, "co_filename", "") or "")
-    return bool(where) and where.startswith(os.path.realpath(tasks_dir()) + os.sep)
+    filename = getattr(getattr(function, "__code__", None), "co_filename", "") or ""
+    return bool(filename) and _in_tasks_folder(filename)
+
+
+@functools.cache
+def _in_tasks_folder(filename: str) -> bool:
+    """Whether ``filename`` lies under :func:`tasks_dir`, links resolved: once per file, since the prefetcher asks
+    for every request (two ``realpath`` calls are ~40 us; a run of another harness's tasks has thousands)."""
+    return os.path.realpath(filename).startswith(os.path.realpath(tasks_dir()) + os.sep)
 
 
 def benchmark_keys() -> list[str]:

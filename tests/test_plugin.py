@@ -395,6 +395,18 @@ def test_a_function_written_in_one_of_our_utils_files_is_ours(tmp_path):
     assert not is_ours(_task("t", doc_to_text=namespace["doc_to_text"]))
 
 
+def test_a_callable_without_source_is_not_ours_wherever_the_run_starts(monkeypatch):
+    """``len`` has no code object, so no file: not ours, even run from inside a task folder (the rule once read
+    the working directory for a missing file name)."""
+    import os
+
+    from lmms_spatial.paths import tasks_dir
+    from lmms_spatial.plugin.ours import is_ours
+
+    monkeypatch.chdir(os.path.join(tasks_dir(), "mmsi"))
+    assert not is_ours(_task("t", doc_to_text=len))
+
+
 def test_our_tasks_are_found_in_nested_groups_and_group_task_pairs():
     from lmms_spatial.plugin.ours import our_leaves
     from lmms_spatial.tasks.mmsi import adapter
