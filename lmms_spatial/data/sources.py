@@ -22,8 +22,10 @@ import csv
 import functools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from lmms_spatial.data.benchmark import Benchmark
 from lmms_spatial.data.hub_cache import (  # noqa: F401  (DataUnavailable, hf_home, hub_cache: re-exported)
@@ -39,6 +41,8 @@ from lmms_spatial.data.hub_cache import (  # noqa: F401  (DataUnavailable, hf_ho
 from lmms_spatial.data.prepare import cached_release, cached_snapshot, column_map_of, prepare, revision_of
 from lmms_spatial.data.published import published_benchmark
 from lmms_spatial.data.registry import BENCHMARKS
+
+T = TypeVar("T")
 
 _BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv", ".arrow": "arrow"}
 
@@ -96,31 +100,37 @@ def _offline_source(bench: Benchmark) -> DatasetSource:
 
 
 def offline_gap(key: str) -> str | None:
-    """The one line a run of ``key``'s tasks would stop with offline for want of its data, or None when the data
-    it would read is here: the local copy its variable names (checked as a run checks it), or the release or
-    published copy (``_REPO``) in the Hugging Face cache. For ``lmms-spatial doctor``: it reads the environment and
-    the cache only; nothing is downloaded or converted (a release that needs converting is found, not prepared)."""
-    bench = BENCHMARKS[key]
+    """With no local copy named (``LMMS_SPATIAL_<NAME>_PATH`` unset), the one line a run of ``key``'s tasks would
+    stop with offline for want of its data, or None when the release or published copy (``_REPO``) it would read is
+    in the Hugging Face cache. For ``lmms-spatial doctor``: it reads the environment and the cache only; nothing is
+    downloaded or converted (a release that needs converting is found, not prepared)."""
     try:
-        if os.environ.get(bench.env_var, "").strip():
-            dataset_source(key)
-            return None
-        published = published_benchmark(bench)
-        release = published or bench
-        try:
-            _check_public(release)
-            if release.hub_is_normalised:
-                _offline_source(release)
-            else:  # what prepare() reads before it converts
-                column_map_of(release)
-                cached_release(release, revision_of(release))
-        except DataUnavailable as exc:
-            if published is None:
-                raise
-            raise DataUnavailable(f"{bench.repo_var}={published.hub_id}: {exc}") from None
+        _from_release(BENCHMARKS[key], _found_offline)
     except DataUnavailable as exc:
         return str(exc)
     return None
+
+
+def _found_offline(release: Benchmark) -> None:
+    """:func:`hub_source` offline, up to what it would convert: the release's snapshot and column map."""
+    _check_public(release)
+    if release.hub_is_normalised:
+        _offline_source(release)
+    else:  # what prepare() reads before it converts
+        column_map_of(release)
+        cached_release(release, revision_of(release))
+
+
+def _from_release(bench: Benchmark, read: Callable[[Benchmark], T]) -> T:
+    """``read`` of what ``bench``'s tasks read with no local copy: the published copy its ``_REPO`` variable names
+    (read as published; a failure names the variable), else its release."""
+    published = published_benchmark(bench)
+    if published is None:
+        return read(bench)
+    try:
+        return read(published)
+    except DataUnavailable as exc:
+        raise DataUnavailable(f"{bench.repo_var}={published.hub_id}: {exc}") from None
 
 
 def dataset_source(key: str) -> DatasetSource:
@@ -128,13 +138,7 @@ def dataset_source(key: str) -> DatasetSource:
     bench = BENCHMARKS[key]
     local = os.environ.get(bench.env_var, "").strip()
     if not local:
-        published = published_benchmark(bench)  # LMMS_SPATIAL_<NAME>_REPO: a published copy, read as published
-        if published is None:
-            return hub_source(bench)
-        try:
-            return hub_source(published)
-        except DataUnavailable as exc:
-            raise DataUnavailable(f"{bench.repo_var}={published.hub_id}: {exc}") from None
+        return _from_release(bench, hub_source)
     path = Path(local).expanduser()
     if not path.exists():
         raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or directory")
