@@ -11,9 +11,10 @@ def folder_index(key: str, task_manager) -> dict[str, dict]:
     ``tasks/<key>/``."""
     from lmms_spatial.paths import tasks_dir
 
-    return {name: entry for name, entry in task_manager._get_task_and_group(tasks_dir()).items()
+    root = tasks_dir()
+    return {name: entry for name, entry in task_manager._get_task_and_group(root).items()
             if isinstance(entry.get("yaml_path"), str)
-            and Path(entry["yaml_path"]).relative_to(tasks_dir()).parts[0] == key}  # fmt: skip
+            and Path(entry["yaml_path"]).relative_to(root).parts[0] == key}  # fmt: skip
 
 
 def benchmark_roots(key: str, task_manager) -> list[str]:
