@@ -129,14 +129,15 @@ def check_hub(env: dict[str, str]) -> Iterator[Check]:
 
 
 def check_data(env: dict[str, str]) -> Iterator[Check]:
-    """Each benchmark's local copy, where its variable names one; offline, whether the release (or the published
-    copy) a run would read is in the Hugging Face cache, by the run's own rule (``data.sources.offline_gap``)."""
+    """Each benchmark's local copy, where its variable names one, checked as the run checks it
+    (``data.sources.local_gap``); offline, whether the release (or the published copy) a run would read is in the
+    Hugging Face cache, by the run's own rule (``data.sources.offline_gap``)."""
     from lmms_spatial.data.hub_cache import offline
     from lmms_spatial.data.registry import BENCHMARKS
-    from lmms_spatial.data.sources import offline_gap
+    from lmms_spatial.data.sources import local_gap, offline_gap
 
     for key, bench in BENCHMARKS.items():
-        value = env.get(bench.env_var)
+        value = (env.get(bench.env_var) or "").strip()  # blank is unset, as the run reads it
         repo = (env.get(bench.repo_var) or "").strip()
         release = f"the published copy {repo} ({bench.repo_var})" if repo else f"the release {bench.hub_id}"
         if not value and not repo and not bench.hub_id:
@@ -151,11 +152,9 @@ def check_data(env: dict[str, str]) -> Iterator[Check]:
             else:
                 why = gap.removeprefix(f"{key}: ")
                 yield Check(NOTE, key, f"{bench.env_var} not set, and its tasks stop at once: {why}")
-        elif not Path(value).exists():
-            yield Check(FIX, key, f"{bench.env_var}={value!r}: no such file or folder: point it at the data, "
-                        "or unset it to read the release")  # fmt: skip
-        else:
-            yield Check(OK, key, f"{bench.env_var}={value}")
+        else:  # the run's own checks of a local copy: a line here is the line its tasks would stop with
+            problem = local_gap(key, value)
+            yield Check(FIX, key, problem) if problem else Check(OK, key, f"{bench.env_var}={value}")
 
 
 def check_judge(env: dict[str, str]) -> Iterator[Check]:

@@ -15,10 +15,22 @@ def by_what(checks: list[Check]) -> dict[str, Check]:
     return {c.what: c for c in checks}
 
 
+def _local_copy_stops_with(key: str, value: str, monkeypatch) -> str:
+    """The one line a run of ``key``'s tasks stops with when its variable is ``value``."""
+    with monkeypatch.context() as patch:
+        patch.setenv(BENCHMARKS[key].env_var, value)
+        with pytest.raises(DataUnavailable) as stopped:
+            dataset_source(key)
+    return str(stopped.value)
+
+
 def test_data_paths_are_checked_where_a_variable_names_one(tmp_path):
-    env = {"LMMS_SPATIAL_MMSI_PATH": str(tmp_path), "LMMS_SPATIAL_DORI_PATH": str(tmp_path / "missing")}
+    from lmms_spatial.data.demo import build_fixture
+
+    build_fixture("mmsi", tmp_path / "mmsi")
+    env = {"LMMS_SPATIAL_MMSI_PATH": str(tmp_path / "mmsi"), "LMMS_SPATIAL_DORI_PATH": str(tmp_path / "missing")}
     checks = by_what(list(doctor.check_data(env)))
-    assert checks["mmsi"] == Check(OK, "mmsi", f"LMMS_SPATIAL_MMSI_PATH={tmp_path}")
+    assert checks["mmsi"] == Check(OK, "mmsi", f"LMMS_SPATIAL_MMSI_PATH={tmp_path / 'mmsi'}")
     assert checks["dori"] == Check(
         FIX, "dori", f"LMMS_SPATIAL_DORI_PATH={str(tmp_path / 'missing')!r}: no such file or folder: point it at the "
         "data, or unset it to read the release"
@@ -30,6 +42,39 @@ def test_data_paths_are_checked_where_a_variable_names_one(tmp_path):
         "LMMS_SPATIAL_MMPERSPECTIVE_PATH not set: no public release; its tasks need a local copy "
         "(lmms-spatial convert mmperspective)"
     )
+
+
+def test_a_local_copy_the_run_would_stop_on_is_a_fix_with_the_runs_own_line(tmp_path, monkeypatch):
+    """An empty folder, files datasets reads as split ``train``, another benchmark's data, a file of no known
+    kind, a missing path: each is the line the run stops with (compared with the run's loader here), not ``ok``."""
+    from lmms_spatial.data.demo import build_fixture
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "data.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "notes.txt").write_text("not data")
+    dori = build_fixture("dori", tmp_path / "dori")
+    cases = {
+        "mmsi": (str(tmp_path / "empty"), "the folder holds no data files"),
+        "osr_bench": (str(tmp_path / "train"), "datasets reads this folder as split(s) ['train']"),
+        "odi_bench": (str(dori), "holds dori data"),
+        "dori": (str(tmp_path / "notes.txt"), "expected a folder or one of"),
+        "mmperspective": (str(tmp_path / "missing"), "no such file or folder: point it at the data"),
+    }
+    env = {BENCHMARKS[key].env_var: value for key, (value, _) in cases.items()}
+    checks = by_what(list(doctor.check_data(env)))
+    for key, (value, why) in cases.items():
+        stops_with = _local_copy_stops_with(key, value, monkeypatch)
+        assert why in stops_with, stops_with
+        assert checks[key] == Check(FIX, key, stops_with), key
+    # a benchmark with no release cannot be unset to read one
+    assert checks["mmperspective"].detail.endswith("point it at the data")
+    # the fixture is a dori copy: ok where dori's variable names it, with a space around the value as typed
+    assert by_what(list(doctor.check_data({"LMMS_SPATIAL_DORI_PATH": f" {dori} "})))["dori"] == Check(
+        OK, "dori", f"LMMS_SPATIAL_DORI_PATH={dori}"
+    )
+    monkeypatch.setattr(doctor, "check_data", lambda _env: iter(checks.values()))
+    assert doctor.main(None, False, False, judge=False) == 1
 
 
 def _offline_with_an_empty_cache(tmp_path, monkeypatch) -> dict[str, str]:

@@ -139,14 +139,24 @@ def dataset_source(key: str) -> DatasetSource:
     local = os.environ.get(bench.env_var, "").strip()
     if not local:
         return _from_release(bench, hub_source)
+    return local_source(bench, local)
+
+
+def local_source(bench: Benchmark, local: str) -> DatasetSource:
+    """The copy that ``local`` (the value of ``bench``'s ``LMMS_SPATIAL_<NAME>_PATH``) names, checked before
+    lmms-eval reads it: it exists, a folder holds data files and a ``test`` split, and the columns are not another
+    benchmark's layout (headers only: no row is read). Otherwise :class:`DataUnavailable`, naming the variable."""
     path = Path(local).expanduser()
     if not path.exists():
-        raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or directory")
+        unset = ", or unset it to read the release" if bench.hub_id else ""
+        raise DataUnavailable(f"{bench.env_var}={local!r}: no such file or folder: point it at the data{unset}")
     if path.is_dir():
         stamp = _layout_stamp(path)  # one look at the folder for both checks below
         if not _has_data_files(str(path), stamp):
+            makes = f" (`lmms-spatial convert {bench.converter}` makes one)" if bench.converter else ""
             raise DataUnavailable(
-                f"{bench.env_var}={local!r}: the folder holds no data files ({', '.join(sorted(_BUILDERS))})"
+                f"{bench.env_var}={local!r}: the folder holds no data files ({', '.join(sorted(_BUILDERS))}); "
+                f"point it at a copy in the layout of hub_cards/{bench.key}/README.md{makes}"
             )
         _check_test_split(path, stamp, bench.env_var, local)
         _check_benchmark(path, bench, local)
@@ -156,6 +166,17 @@ def dataset_source(key: str) -> DatasetSource:
         raise DataUnavailable(f"{bench.env_var}={local!r}: expected a folder or one of {sorted(_BUILDERS)}")
     _check_benchmark(path, bench, local)
     return DatasetSource(builder, {"data_files": {"test": str(path.resolve())}}, local=True)
+
+
+def local_gap(key: str, local: str) -> str | None:
+    """The one line a run of ``key``'s tasks would stop with for the local copy ``local`` (the value of its
+    ``LMMS_SPATIAL_<NAME>_PATH``), or None when the run would read it. For ``lmms-spatial doctor``: the run's own
+    checks (:func:`local_source`), on the value doctor was given rather than this process's environment."""
+    try:
+        local_source(BENCHMARKS[key], local.strip())
+    except DataUnavailable as exc:
+        return str(exc)
+    return None
 
 
 def _columns(path: Path) -> list[str] | None:
