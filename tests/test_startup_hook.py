@@ -130,6 +130,7 @@ def test_a_bad_row_of_ours_exits_1_naming_the_document(offline_env, tmp_path):
     proc = _lmms_eval_run(["--model", "random_choice", "--tasks", "mmsi_vanilla"], env, tmp_path)
     assert proc.returncode == 1
     assert "BadDocumentError: document 1, field 'answer': 'E' is not one of" in proc.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in proc.stderr  # the line names the row and the field: lmms-eval's traceback is not shown
 
 
 def test_the_root_cause_is_found_through_tenacity_and_exception_chains():

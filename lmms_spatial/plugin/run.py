@@ -128,6 +128,8 @@ def _simple_evaluate(original: Callable) -> Callable:
             ours = call.run.ours if call.run is not None else _ours_at_failure(exc, call)
             if ours:
                 failures.run_failed(exc, ours)
+                if _said_in_its_line(exc):
+                    raise SystemExit(1) from None  # not an Exception: lmms-eval's handler would print its traceback
             raise
         except KeyboardInterrupt as exc:  # Ctrl-C: one line, not a traceback (SystemExit prints none)
             if call.run is None and not _ours_at_failure(exc, call):
@@ -151,6 +153,22 @@ def _simple_evaluate(original: Callable) -> Callable:
         return empty_tasks.named(results)  # the tasks left out for want of documents, by name
 
     return simple_evaluate
+
+
+def _said_in_its_line(exc: BaseException) -> bool:
+    """Whether a run of ours on the command line that raised ``exc`` is told in full by its last line: data it
+    cannot read (``DataUnavailable``: the variable, the release, the fix) or a row it cannot use
+    (``BadDocumentError``: the document and the field). lmms-eval's handler would print ~60 lines of its own task
+    loading above that line first, and go on to the next run of a ``--config`` list, which reads the same data.
+    A bug (any other error) keeps its traceback; ``--verbosity DEBUG`` keeps it for every error, as lmms-eval
+    does; called from Python, the exception is raised as it is."""
+    args = cli_arguments()
+    if args is None or str(getattr(args, "verbosity", "")).upper() == "DEBUG":
+        return False
+    from lmms_spatial.data.hub_cache import DataUnavailable
+    from lmms_spatial.data.images import BadDocumentError
+
+    return isinstance(failures.root_cause(exc), (DataUnavailable, BadDocumentError))
 
 
 def _kept_line(run: Run | None) -> str:

@@ -40,21 +40,24 @@ def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_
 
 
 @pytest.mark.parametrize(
-    ("task", "key"),
+    ("task", "key", "verbosity"),
     [
-        ("osr_qa_standard_vanilla", "osr_bench"),
-        ("odi_bench_close_ocr", "odi_bench"),
-        ("dori_canonical_orientation_coarse", "dori"),
+        ("osr_qa_standard_vanilla", "osr_bench", "INFO"),
+        ("odi_bench_close_ocr", "odi_bench", "INFO"),
+        ("dori_canonical_orientation_coarse", "dori", "DEBUG"),
     ],
 )
-def test_offline_with_no_data_fails_at_once_non_zero_with_one_line(bare_env, tmp_path, task, key):
+def test_offline_with_no_data_fails_at_once_non_zero_with_one_line(bare_env, tmp_path, task, key, verbosity):
     # the Hub at a port nothing listens on: a download tried (and retried) would name it in its error. A fork of
     # the suite's pre-warmed process (tests/forkserver.py); the `lmms-eval` script's own start is the start-up
     # hook tests' (tests/test_startup_hook.py)
     env = {**bare_env, "HF_ENDPOINT": "http://127.0.0.1:9"}
-    args = ["--model", "random_choice", "--tasks", task, "--limit", "1", "--output_path", str(tmp_path / "o")]
+    args = ["--model", "random_choice", "--tasks", task, "--limit", "1", "--output_path", str(tmp_path / "o"),
+            "--verbosity", verbosity]  # fmt: skip
     proc = forkserver.run_module("lmms_eval", args, env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 1
+    # the line says it all: no traceback of lmms-eval's task loading above it, but where the user asks for one
+    assert ("Traceback" in proc.stderr) == (verbosity == "DEBUG"), proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"lmms-spatial: {task} failed: DataUnavailable: {key}: offline (HF_HUB_OFFLINE) and ")
     assert BENCHMARKS[key].env_var in last and f"lmms-spatial convert {key}" in last
