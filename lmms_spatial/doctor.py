@@ -101,11 +101,10 @@ def check_flash_attention() -> Iterator[Check]:
     yield Check(OK, "flash-attn", getattr(flash_attn, "__version__", _version("flash-attn")))
 
 
-OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-
-
 def check_hub(env: dict[str, str]) -> Iterator[Check]:
     """Where the Hub cache is and whether it can be written; which offline variables are set."""
+    from lmms_spatial.data.hub_cache import offline_because
+
     try:
         from huggingface_hub import constants
 
@@ -118,7 +117,7 @@ def check_hub(env: dict[str, str]) -> Iterator[Check]:
         yield Check(FIX, "Hub cache", f"{cache} cannot be written: set HF_HOME to a folder you can write")
     else:
         yield Check(OK, "Hub cache", str(cache))
-    offline = [name for name in OFFLINE_VARIABLES if env.get(name, "").strip() not in ("", "0", "false", "False")]
+    offline = offline_because(env)  # the data layer's rule, which is huggingface_hub's and datasets'
     yield Check(
         NOTE,
         "offline",

@@ -17,7 +17,9 @@ def offline_hf_home(tmp_path: Path, monkeypatch) -> Path:
     monkeypatch.setenv("HF_HOME", str(home))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # alone: the messages name it (the others the caller may export)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     for bench in BENCHMARKS.values():
         for var in (bench.env_var, bench.revision_var, bench.repo_var, bench.map_var):
             monkeypatch.delenv(var, raising=False)

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from lmms_spatial import doctor
-from lmms_spatial.data.sources import BENCHMARKS, DataUnavailable, dataset_source
+from lmms_spatial.data.sources import BENCHMARKS, OFFLINE_VARS, DataUnavailable, dataset_source
 from lmms_spatial.doctor import FIX, NOTE, OK, Check
 
 
@@ -79,7 +79,7 @@ def test_a_local_copy_the_run_would_stop_on_is_a_fix_with_the_runs_own_line(tmp_
 
 def _offline_with_an_empty_cache(tmp_path, monkeypatch) -> dict[str, str]:
     """The environment of an air-gapped node whose Hugging Face cache is ``tmp_path/hf``: no data variable set."""
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE", "HF_DATASETS_OFFLINE"):
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE", *OFFLINE_VARS):
         monkeypatch.delenv(name, raising=False)
     for bench in BENCHMARKS.values():
         for name in (bench.env_var, bench.repo_var, bench.revision_var, bench.map_var):
@@ -134,7 +134,7 @@ def test_offline_a_release_in_the_cache_is_ok_where_the_run_reads_it(tmp_path, m
 
 def test_a_published_copy_is_named_where_its_variable_points(tmp_path, monkeypatch):
     env = _offline_with_an_empty_cache(tmp_path, monkeypatch)
-    online = {k: v for k, v in env.items() if k != "HF_HUB_OFFLINE"} | {"LMMS_SPATIAL_DORI_REPO": "lab/dori-copy"}
+    online = {k: v for k, v in env.items() if k not in OFFLINE_VARS} | {"LMMS_SPATIAL_DORI_REPO": "lab/dori-copy"}
     assert by_what(list(doctor.check_data(online)))["dori"] == Check(
         NOTE, "dori", "LMMS_SPATIAL_DORI_PATH not set: the published copy lab/dori-copy (LMMS_SPATIAL_DORI_REPO) is "
         "read from the Hub")  # fmt: skip

@@ -23,13 +23,29 @@ class DataUnavailable(RuntimeError):
     transient = False
 
 
-OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+OFFLINE_VARS = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+_TRUE = {"1", "ON", "YES", "TRUE"}  # what huggingface_hub and datasets read as set (ENV_VARS_TRUE_VALUES)
+
+
+def offline_because(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The variables that keep the data off the network, by the libraries' own rules ([] when it is online;
+    ``environ``: default ``os.environ``, read now, where the libraries read theirs once, at import).
+
+    huggingface_hub (which downloads a release): ``HF_HUB_OFFLINE``, or ``TRANSFORMERS_OFFLINE`` where that is
+    unset or empty (``constants.HF_HUB_OFFLINE``). datasets (which reads it): ``HF_DATASETS_OFFLINE`` where set,
+    else huggingface_hub's (``datasets.config.HF_HUB_OFFLINE``). Either one offline keeps the release off the
+    network: datasets downloads through huggingface_hub."""
+    env = os.environ if environ is None else environ
+    hub = "HF_HUB_OFFLINE" if env.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
+    because = [hub] if env.get(hub, "").upper() in _TRUE else []
+    if env.get("HF_DATASETS_OFFLINE", "").upper() in _TRUE:
+        because.append("HF_DATASETS_OFFLINE")
+    return because
 
 
 def offline(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the data is read without the network (``environ``: default ``os.environ``, read now)."""
-    env = os.environ if environ is None else environ
-    return any(env.get(v, "").strip().lower() in {"1", "true", "yes", "on"} for v in OFFLINE_VARS)
+    """Whether the data is read without the network (:func:`offline_because`)."""
+    return bool(offline_because(environ))
 
 
 def hf_home() -> Path:

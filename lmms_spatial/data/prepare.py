@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lmms_spatial.data.benchmark import Benchmark
-from lmms_spatial.data.hub_cache import DataUnavailable, cached_commits, hf_home, hub_cache, offline
+from lmms_spatial.data.hub_cache import DataUnavailable, cached_commits, hf_home, hub_cache, offline, offline_because
 
 if TYPE_CHECKING:
     from lmms_spatial.data.column_map import ColumnMap
@@ -80,8 +80,8 @@ def cached_release(bench: Benchmark, revision: str) -> Path:
         others = cached_commits(bench.hub_id)
         held = f" (it holds commit(s) {', '.join(others)})" if others else ""
         raise DataUnavailable(
-            f"{bench.key}: offline (HF_HUB_OFFLINE) and {bench.hub_id}@{revision} is not in the Hugging Face "
-            f"cache {str(hub_cache())!r}{held}; download it once with network access, or {_fix(bench)}"
+            f"{bench.key}: offline ({'/'.join(offline_because())}) and {bench.hub_id}@{revision} is not in the Hugging "
+            f"Face cache {str(hub_cache())!r}{held}; download it once with network access, or {_fix(bench)}"
         )
     return found
 

@@ -37,6 +37,7 @@ from lmms_spatial.data.hub_cache import (  # noqa: F401  (DataUnavailable, hf_ho
     in_datasets_cache,
     in_hub_cache,
     offline,
+    offline_because,
 )
 from lmms_spatial.data.prepare import cached_release, cached_snapshot, column_map_of, prepare, revision_of
 from lmms_spatial.data.published import published_benchmark
@@ -87,13 +88,13 @@ def _offline_source(bench: Benchmark) -> DatasetSource:
     others = cached_commits(bench.hub_id)
     if others and not in_datasets_cache(bench.hub_id):  # e.g. a copied cache of another commit
         raise DataUnavailable(
-            f"{bench.key}: offline ({'/'.join(OFFLINE_VARS)}) and {bench.hub_id}@{revision} is not in the "
+            f"{bench.key}: offline ({'/'.join(offline_because())}) and {bench.hub_id}@{revision} is not in the "
             f"Hugging Face cache, which holds commit(s) {', '.join(others)}; set {bench.revision_var} to one "
             f"of them, download {revision} once with network access, or set {bench.env_var} to a local copy"
         )
     if not in_hub_cache(bench.hub_id):
         raise DataUnavailable(
-            f"{bench.key}: offline ({'/'.join(OFFLINE_VARS)}) and {bench.hub_id} is not in the Hugging Face "
+            f"{bench.key}: offline ({'/'.join(offline_because())}) and {bench.hub_id} is not in the Hugging Face "
             f"cache; download it once with network access, or set {bench.env_var} to a local copy"
         )
     return DatasetSource(bench.hub_id, {"revision": revision} if revision != "main" else {})

@@ -31,7 +31,7 @@ def hf_home(tmp_path, monkeypatch) -> Path:
 
 
 def _online(monkeypatch) -> None:
-    """Neither offline variable set, whatever the caller exported (HF_DATASETS_OFFLINE=1 on air-gapped clusters)."""
+    """No offline variable set, whatever the caller exported (HF_DATASETS_OFFLINE=1 on air-gapped clusters)."""
     for name in OFFLINE_VARS:
         monkeypatch.delenv(name, raising=False)
 

@@ -15,7 +15,7 @@ from offline_hub import offline_hf_home  # noqa: E402
 from published_copies import folder_files  # noqa: E402
 
 from lmms_spatial.data.export import Origin, export  # noqa: E402
-from lmms_spatial.data.sources import DatasetSource, DataUnavailable, dataset_source  # noqa: E402
+from lmms_spatial.data.sources import OFFLINE_VARS, DatasetSource, DataUnavailable, dataset_source  # noqa: E402
 
 REPO = "lmms-spatial-ci/osr-bench"
 
@@ -81,8 +81,8 @@ def test_a_repo_variable_that_is_no_dataset_id_is_refused_in_one_line(hf_home, m
 
 
 def test_online_the_repository_and_its_revision_are_handed_to_datasets(hf_home, monkeypatch):
-    monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    for name in OFFLINE_VARS:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LMMS_SPATIAL_MMPERSPECTIVE_REPO", "someone/mmperspective")  # no Hub release of its own
     assert dataset_source("mmperspective") == DatasetSource("someone/mmperspective", {})
     monkeypatch.setenv("LMMS_SPATIAL_MMPERSPECTIVE_REVISION", "v2")

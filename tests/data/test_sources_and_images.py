@@ -8,11 +8,11 @@ from PIL import Image
 
 from lmms_spatial.data.answer_space import answer_space
 from lmms_spatial.data.images import BadDocumentError, load_image, load_images, require
-from lmms_spatial.data.sources import DataUnavailable, dataset_source
+from lmms_spatial.data.sources import OFFLINE_VARS, DataUnavailable, dataset_source
 
 
 def test_hub_id_at_its_pinned_commit_is_used_when_the_env_var_is_unset(monkeypatch):
-    for name in ("LMMS_SPATIAL_MMSI_PATH", "LMMS_SPATIAL_MMSI_REVISION", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+    for name in ("LMMS_SPATIAL_MMSI_PATH", "LMMS_SPATIAL_MMSI_REVISION", *OFFLINE_VARS):
         monkeypatch.delenv(name, raising=False)
     source = dataset_source("mmsi")
     pinned = {"revision": "ec7c92bfaf7728fcca1d61e3e224e190af309436"}

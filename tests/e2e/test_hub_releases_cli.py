@@ -8,7 +8,7 @@ import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed proc
 import pytest
 from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
 
-from lmms_spatial.data.sources import BENCHMARKS
+from lmms_spatial.data.sources import BENCHMARKS, OFFLINE_VARS
 from lmms_spatial.tasks.mmsi.declaration import MMSI_REVISION
 
 pytestmark = pytest.mark.slow
@@ -40,18 +40,21 @@ def test_every_benchmark_runs_on_its_raw_release_in_the_cache(bare_env, fixture_
 
 
 @pytest.mark.parametrize(
-    ("task", "key", "verbosity"),
+    ("task", "key", "verbosity", "offline"),
     [
-        ("osr_qa_standard_vanilla", "osr_bench", "INFO"),
-        ("odi_bench_close_ocr", "odi_bench", "INFO"),
-        ("dori_canonical_orientation_coarse", "dori", "DEBUG"),
+        ("osr_qa_standard_vanilla", "osr_bench", "INFO", ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")),
+        # huggingface_hub and datasets are offline under TRANSFORMERS_OFFLINE alone: so is the run's data
+        ("odi_bench_close_ocr", "odi_bench", "INFO", ("TRANSFORMERS_OFFLINE",)),
+        ("dori_canonical_orientation_coarse", "dori", "DEBUG", ("HF_HUB_OFFLINE",)),
     ],
 )
-def test_offline_with_no_data_fails_at_once_non_zero_with_one_line(bare_env, tmp_path, task, key, verbosity):
+def test_offline_with_no_data_fails_at_once_non_zero_with_one_line(bare_env, tmp_path, task, key, verbosity,
+                                                                   offline):  # fmt: skip
     # the Hub at a port nothing listens on: a download tried (and retried) would name it in its error. A fork of
     # the suite's pre-warmed process (tests/forkserver.py); the `lmms-eval` script's own start is the start-up
     # hook tests' (tests/test_startup_hook.py)
-    env = {**bare_env, "HF_ENDPOINT": "http://127.0.0.1:9"}
+    env = {k: v for k, v in bare_env.items() if k not in OFFLINE_VARS} | dict.fromkeys(offline, "1")
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"
     args = ["--model", "random_choice", "--tasks", task, "--limit", "1", "--output_path", str(tmp_path / "o"),
             "--verbosity", verbosity]  # fmt: skip
     proc = forkserver.run_module("lmms_eval", args, env, cwd=tmp_path, timeout=300)
@@ -59,7 +62,8 @@ def test_offline_with_no_data_fails_at_once_non_zero_with_one_line(bare_env, tmp
     # the line says it all: no traceback of lmms-eval's task loading above it, but where the user asks for one
     assert ("Traceback" in proc.stderr) == (verbosity == "DEBUG"), proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"lmms-spatial: {task} failed: DataUnavailable: {key}: offline (HF_HUB_OFFLINE) and ")
+    because = "/".join(offline)  # the variables that keep it offline, as the line names them
+    assert last.startswith(f"lmms-spatial: {task} failed: DataUnavailable: {key}: offline ({because}) and "), last
     assert BENCHMARKS[key].env_var in last and f"lmms-spatial convert {key}" in last
     # no download was tried, so none was retried (what made this slow before; no timed assertion: a loaded
     # machine must not fail it)
