@@ -87,7 +87,7 @@ def test_with_the_hook_off_the_readmes_include_path_route_keeps_answers_and_name
     assert failed.returncode == 1
     assert last_line(failed) == (
         "lmms-spatial: a task of mmsi failed: DataUnavailable: LMMS_SPATIAL_MMSI_PATH='/nonexistent': no such file "
-        "or directory"
+        "or folder: point it at the data, or unset it to read the release"
     )
 
 
@@ -117,7 +117,7 @@ def test_spatial_suite_without_its_mmsi_data_exits_1_naming_the_variable(lmms_ev
     assert run.returncode == 1
     assert last_line(run) == (
         "lmms-spatial: mmsi_vanilla failed: DataUnavailable: LMMS_SPATIAL_MMSI_PATH='/nonexistent': no such file "
-        "or directory"
+        "or folder: point it at the data, or unset it to read the release"
     )
     assert not (run.out / "cache").exists()
 
