@@ -94,8 +94,9 @@ def _offline_source(bench: Benchmark) -> DatasetSource:
         )
     if not in_hub_cache(bench.hub_id):
         raise DataUnavailable(
-            f"{bench.key}: offline ({'/'.join(offline_because())}) and {bench.hub_id} is not in the Hugging Face "
-            f"cache; download it once with network access, or set {bench.env_var} to a local copy"
+            f"{bench.key}: offline ({'/'.join(offline_because())}) and {bench.hub_id}@{revision} is not in the Hugging "
+            f"Face cache {str(hub_cache())!r}; download it once with network access, or set {bench.env_var} to a local "
+            "copy"
         )
     return DatasetSource(bench.hub_id, {"revision": revision} if revision != "main" else {})
 

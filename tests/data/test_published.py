@@ -63,7 +63,7 @@ def test_offline_without_the_published_copy_fails_in_one_line_naming_the_repo_va
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith("LMMS_SPATIAL_DORI_REPO=lmms-spatial-ci/dori: dori: offline (")
-    assert "lmms-spatial-ci/dori is not in the Hugging Face cache" in message
+    assert f"lmms-spatial-ci/dori@main is not in the Hugging Face cache {str(hf_home / 'hub')!r}" in message
 
 
 def test_a_local_copy_wins_over_a_published_one(hf_home, monkeypatch, fixture_datasets):

@@ -68,13 +68,18 @@ def test_an_empty_local_folder_fails_naming_the_variable(monkeypatch, tmp_path):
 
 
 def test_offline_without_the_dataset_in_the_cache_fails_at_once(monkeypatch, tmp_path):
-    for name in ("LMMS_SPATIAL_MMSI_PATH", "LMMS_SPATIAL_MMSI_REVISION", "HF_HUB_CACHE"):
+    for name in ("LMMS_SPATIAL_MMSI_PATH", "LMMS_SPATIAL_MMSI_REVISION", "HF_HUB_CACHE", *OFFLINE_VARS):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))  # the hub cache is HF_HOME/hub
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "datasets"))
-    with pytest.raises(DataUnavailable, match="offline .* RunsenXu/MMSI-Bench is not in the Hugging Face cache"):
+    with pytest.raises(DataUnavailable) as stopped:
         dataset_source("mmsi")
+    assert str(stopped.value) == (  # the pinned commit, and the cache looked in (HF_HOME is easy to get wrong)
+        "mmsi: offline (HF_HUB_OFFLINE) and RunsenXu/MMSI-Bench@ec7c92bfaf7728fcca1d61e3e224e190af309436 is not in the "
+        f"Hugging Face cache {str(tmp_path / 'hub')!r}; download it once with network access, or set "
+        "LMMS_SPATIAL_MMSI_PATH to a local copy"
+    )
     (tmp_path / "datasets" / "runsenxu___mmsi-bench").mkdir(parents=True)
     assert dataset_source("mmsi").path == "RunsenXu/MMSI-Bench"  # what datasets prepared itself is enough
 
