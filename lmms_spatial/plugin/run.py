@@ -159,9 +159,9 @@ def _said_in_its_line(exc: BaseException) -> bool:
     """Whether a run of ours on the command line that raised ``exc`` is told in full by its last line: data it
     cannot read (``DataUnavailable``: the variable, the release, the fix) or a row it cannot use
     (``BadDocumentError``: the document and the field). lmms-eval's handler would print ~60 lines of its own task
-    loading above that line first, and go on to the next run of a ``--config`` list, which reads the same data.
-    A bug (any other error) keeps its traceback; ``--verbosity DEBUG`` keeps it for every error, as lmms-eval
-    does; called from Python, the exception is raised as it is."""
+    loading above that line first (and go on to the next run of a ``--config`` list: the command ends here
+    instead). A bug (any other error) keeps its traceback; ``--verbosity DEBUG`` keeps it for every error, as
+    lmms-eval does; called from Python, the exception is raised as it is."""
     args = cli_arguments()
     if args is None or str(getattr(args, "verbosity", "")).upper() == "DEBUG":
         return False
