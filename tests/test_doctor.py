@@ -45,35 +45,39 @@ def test_data_paths_are_checked_where_a_variable_names_one(tmp_path):
 
 
 def test_a_local_copy_the_run_would_stop_on_is_a_fix_with_the_runs_own_line(tmp_path, monkeypatch):
-    """An empty folder, files datasets reads as split ``train``, another benchmark's data, a file of no known
-    kind, a missing path: each is the line the run stops with (compared with the run's loader here), not ``ok``."""
+    """Each copy the run stops on gives the line the run stops with (compared with the run's loader here), not
+    ``ok``; the line names the fix for what the folder holds."""
     from lmms_spatial.data.demo import build_fixture
 
     (tmp_path / "empty").mkdir()
-    (tmp_path / "train").mkdir()
-    (tmp_path / "train" / "data.csv").write_text("a,b\n1,2\n")
+    renamed = build_fixture("mmsi", tmp_path / "renamed")  # the layout, in a file datasets reads as split train
+    (renamed / "test.parquet").rename(renamed / "data.parquet")
+    (tmp_path / "raw").mkdir()  # a release as downloaded: its own columns
+    (tmp_path / "raw" / "questions.jsonl").write_text('{"image": "a.png", "question": "Q?", "correct": "A"}\n')
     (tmp_path / "notes.txt").write_text("not data")
     dori = build_fixture("dori", tmp_path / "dori")
-    cases = {
-        "mmsi": (str(tmp_path / "empty"), "the folder holds no data files"),
-        "osr_bench": (str(tmp_path / "train"), "datasets reads this folder as split(s) ['train']"),
-        "odi_bench": (str(dori), "holds dori data"),
-        "dori": (str(tmp_path / "notes.txt"), "expected a folder or one of"),
-        "mmperspective": (str(tmp_path / "missing"), "no such file or folder: point it at the data"),
-    }
-    env = {BENCHMARKS[key].env_var: value for key, (value, _) in cases.items()}
-    checks = by_what(list(doctor.check_data(env)))
-    for key, (value, why) in cases.items():
-        stops_with = _local_copy_stops_with(key, value, monkeypatch)
+    cases = [
+        ("mmsi", tmp_path / "empty", "the folder holds no data files"),
+        ("mmsi", renamed, "datasets reads this folder as split(s) ['train'], the tasks read 'test'; name the files"),
+        ("odi_bench", tmp_path / "raw", "not odi_bench's layout (its columns: image, question, correct); point it at "
+         f"a copy in the layout of hub_cards/odi_bench/README.md, or convert this one (`lmms-spatial convert "
+         f"odi_bench {tmp_path / 'raw'} OUT`) and point it at OUT, or unset it to read the release"),
+        ("osr_bench", dori, "holds dori data"),
+        ("dori", tmp_path / "notes.txt", "expected a folder or one of"),
+        ("mmperspective", tmp_path / "missing", "no such file or folder: point it at the data"),
+    ]  # fmt: skip
+    for key, value, why in cases:
+        [check] = [c for c in doctor.check_data({BENCHMARKS[key].env_var: str(value)}) if c.what == key]
+        stops_with = _local_copy_stops_with(key, str(value), monkeypatch)
         assert why in stops_with, stops_with
-        assert checks[key] == Check(FIX, key, stops_with), key
+        assert check == Check(FIX, key, stops_with), key
     # a benchmark with no release cannot be unset to read one
-    assert checks["mmperspective"].detail.endswith("point it at the data")
+    assert stops_with.endswith("point it at the data")
     # the fixture is a dori copy: ok where dori's variable names it, with a space around the value as typed
     assert by_what(list(doctor.check_data({"LMMS_SPATIAL_DORI_PATH": f" {dori} "})))["dori"] == Check(
         OK, "dori", f"LMMS_SPATIAL_DORI_PATH={dori}"
     )
-    monkeypatch.setattr(doctor, "check_data", lambda _env: iter(checks.values()))
+    monkeypatch.setattr(doctor, "check_data", lambda _env: iter([check]))
     assert doctor.main(None, False, False, judge=False) == 1
 
 

@@ -160,7 +160,12 @@ def local_source(bench: Benchmark, local: str) -> DatasetSource:
                 f"{bench.env_var}={local!r}: the folder holds no data files ({', '.join(sorted(_BUILDERS))}); "
                 f"point it at a copy in the layout of hub_cards/{bench.key}/README.md{makes}"
             )
-        _check_test_split(path, stamp, bench.env_var, local)
+        try:
+            _check_test_split(path, stamp, bench.env_var, local)
+        except DataUnavailable:  # the run stops here: on the line that names the fix for what the folder holds
+            _check_benchmark(path, bench, local)
+            _check_layout(path, bench, local)
+            raise
         _check_benchmark(path, bench, local)
         return DatasetSource(str(path.resolve()), {}, local=True)
     builder = _BUILDERS.get(path.suffix.lower())
@@ -226,6 +231,24 @@ def _check_benchmark(path: Path, bench: Benchmark, shown: str) -> None:
             f"{bench.key}: point {bench.env_var} at a {bench.key} copy ({found} is read from "
             f"{BENCHMARKS[found].env_var})"
         )
+
+
+def _check_layout(path: Path, bench: Benchmark, shown: str) -> None:
+    """A folder whose files' columns are not the benchmark's layout (a release as downloaded, say) is named as such:
+    it needs converting, not the file renaming its split line would suggest. Asked only where the run stops anyway
+    (a copy whose columns cannot be read, or that holds the layout, keeps the line it had)."""
+    from lmms_spatial.data.registry import features
+
+    columns = _columns(path)
+    if not columns or set(features(bench.key)) <= set(columns):
+        return
+    convert = f", or convert this one (`lmms-spatial convert {bench.converter} {shown} OUT`) and point it at OUT" if (
+        bench.converter) else ""  # fmt: skip
+    unset = ", or unset it to read the release" if bench.hub_id else ""
+    raise DataUnavailable(
+        f"{bench.env_var}={shown!r}: not {bench.key}'s layout (its columns: {', '.join(columns)}); point it at a "
+        f"copy in the layout of hub_cards/{bench.key}/README.md{convert}{unset}"
+    )
 
 
 def where(key: str) -> str:
