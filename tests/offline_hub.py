@@ -1,4 +1,5 @@
-"""A private, offline Hugging Face home with no benchmark variable set, for the data tests' ``hf_home`` fixtures.
+"""A private, offline Hugging Face home with no benchmark variable set, for the data tests' ``hf_home`` fixtures;
+and the way back online.
 
 Not a ``conftest.py`` below ``tests/``: a second module named ``conftest`` would shadow
 ``tests/conftest.py`` for the modules that import helpers from it.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmms_spatial.data.hub_cache import OFFLINE_VARS
 from lmms_spatial.data.registry import BENCHMARKS
 
 
@@ -24,3 +26,9 @@ def offline_hf_home(tmp_path: Path, monkeypatch) -> Path:
         for var in (bench.env_var, bench.revision_var, bench.repo_var, bench.map_var):
             monkeypatch.delenv(var, raising=False)
     return home
+
+
+def online(monkeypatch) -> None:
+    """No offline variable set, whatever the caller exported (HF_DATASETS_OFFLINE=1 on air-gapped clusters)."""
+    for name in OFFLINE_VARS:
+        monkeypatch.delenv(name, raising=False)

@@ -15,13 +15,18 @@ def by_what(checks: list[Check]) -> dict[str, Check]:
     return {c.what: c for c in checks}
 
 
+def _run_stops_with(key: str) -> str:
+    """The one line a run of ``key``'s tasks stops with now (what lmms-eval's task build gets from our loader)."""
+    with pytest.raises(DataUnavailable) as stopped:
+        dataset_source(key)
+    return str(stopped.value).removeprefix(f"{key}: ")
+
+
 def _local_copy_stops_with(key: str, value: str, monkeypatch) -> str:
     """The one line a run of ``key``'s tasks stops with when its variable is ``value``."""
     with monkeypatch.context() as patch:
         patch.setenv(BENCHMARKS[key].env_var, value)
-        with pytest.raises(DataUnavailable) as stopped:
-            dataset_source(key)
-    return str(stopped.value)
+        return _run_stops_with(key)
 
 
 def test_data_paths_are_checked_where_a_variable_names_one(tmp_path):
@@ -91,13 +96,6 @@ def _offline_with_an_empty_cache(tmp_path, monkeypatch) -> dict[str, str]:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return dict(os.environ)
-
-
-def _run_stops_with(key: str) -> str:
-    """The one line a run of ``key``'s tasks stops with now (what lmms-eval's task build gets from our loader)."""
-    with pytest.raises(DataUnavailable) as stopped:
-        dataset_source(key)
-    return str(stopped.value).removeprefix(f"{key}: ")
 
 
 def test_offline_a_release_missing_from_the_cache_is_named_with_the_runs_own_line(tmp_path, monkeypatch):

@@ -106,8 +106,13 @@ def offline_gap(key: str) -> str | None:
     stop with offline for want of its data, or None when the release or published copy (``_REPO``) it would read is
     in the Hugging Face cache. For ``lmms-spatial doctor``: it reads the environment and the cache only; nothing is
     downloaded or converted (a release that needs converting is found, not prepared)."""
+    return _stop_line(lambda: _from_release(BENCHMARKS[key], _found_offline))
+
+
+def _stop_line(check: Callable[[], object]) -> str | None:
+    """The :class:`DataUnavailable` line ``check`` stops with, or None when it passes (doctor's questions)."""
     try:
-        _from_release(BENCHMARKS[key], _found_offline)
+        check()
     except DataUnavailable as exc:
         return str(exc)
     return None
@@ -163,15 +168,14 @@ def local_source(bench: Benchmark, local: str) -> DatasetSource:
         try:
             _check_test_split(path, stamp, bench.env_var, local)
         except DataUnavailable:  # the run stops here: on the line that names the fix for what the folder holds
-            _check_benchmark(path, bench, local)
-            _check_layout(path, bench, local)
+            _check_columns(path, bench, local, stopping=True)
             raise
-        _check_benchmark(path, bench, local)
+        _check_columns(path, bench, local)
         return DatasetSource(str(path.resolve()), {}, local=True)
     builder = _BUILDERS.get(path.suffix.lower())
     if builder is None:
         raise DataUnavailable(f"{bench.env_var}={local!r}: expected a folder or one of {sorted(_BUILDERS)}")
-    _check_benchmark(path, bench, local)
+    _check_columns(path, bench, local)
     return DatasetSource(builder, {"data_files": {"test": str(path.resolve())}}, local=True)
 
 
@@ -179,11 +183,7 @@ def local_gap(key: str, local: str) -> str | None:
     """The one line a run of ``key``'s tasks would stop with for the local copy ``local`` (the value of its
     ``LMMS_SPATIAL_<NAME>_PATH``), or None when the run would read it. For ``lmms-spatial doctor``: the run's own
     checks (:func:`local_source`), on the value doctor was given rather than this process's environment."""
-    try:
-        local_source(BENCHMARKS[key], local.strip())
-    except DataUnavailable as exc:
-        return str(exc)
-    return None
+    return _stop_line(lambda: local_source(BENCHMARKS[key], local.strip()))
 
 
 def _columns(path: Path) -> list[str] | None:
@@ -216,9 +216,12 @@ def benchmark_of(columns: list[str]) -> str | None:
     return next((key for key in sorted(BENCHMARKS) if set(features(key)) <= found), None)
 
 
-def _check_benchmark(path: Path, bench: Benchmark, shown: str) -> None:
-    """A local copy that holds another benchmark's data (every column of its layout, not of this one's) fails
-    now, naming the variable, the benchmark found and the one expected, instead of a confusing row error later."""
+def _check_columns(path: Path, bench: Benchmark, shown: str, *, stopping: bool = False) -> None:
+    """The copy's columns (one header) against the benchmark's layout. One that holds another benchmark's data (every
+    column of its layout, not of this one's) fails now, naming the variable, the benchmark found and the one
+    expected, instead of a confusing row error later. Where the run stops anyway (``stopping``: its split line), one
+    whose columns are not the layout (a release as downloaded, say) is named as such: it needs converting, not the
+    file renaming the split line would suggest. Columns that cannot be read, or that hold the layout, pass."""
     from lmms_spatial.data.registry import features
 
     columns = _columns(path)
@@ -231,16 +234,7 @@ def _check_benchmark(path: Path, bench: Benchmark, shown: str) -> None:
             f"{bench.key}: point {bench.env_var} at a {bench.key} copy ({found} is read from "
             f"{BENCHMARKS[found].env_var})"
         )
-
-
-def _check_layout(path: Path, bench: Benchmark, shown: str) -> None:
-    """A folder whose files' columns are not the benchmark's layout (a release as downloaded, say) is named as such:
-    it needs converting, not the file renaming its split line would suggest. Asked only where the run stops anyway
-    (a copy whose columns cannot be read, or that holds the layout, keeps the line it had)."""
-    from lmms_spatial.data.registry import features
-
-    columns = _columns(path)
-    if not columns or set(features(bench.key)) <= set(columns):
+    if not stopping:
         return
     convert = f", or convert this one (`lmms-spatial convert {bench.converter} {shown} OUT`) and point it at OUT" if (
         bench.converter) else ""  # fmt: skip

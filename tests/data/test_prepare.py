@@ -12,13 +12,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
-from offline_hub import offline_hf_home  # noqa: E402
+from offline_hub import offline_hf_home, online  # noqa: E402
 
 import lmms_spatial.data.convert as convert  # noqa: E402
 from lmms_spatial.data.prepare import MARKER, prepare  # noqa: E402
 from lmms_spatial.data.sources import (  # noqa: E402
     BENCHMARKS,
-    OFFLINE_VARS,
     DataUnavailable,
     dataset_source,
 )
@@ -28,12 +27,6 @@ from lmms_spatial.tasks.mmsi.declaration import MMSI_REVISION  # noqa: E402
 @pytest.fixture
 def hf_home(tmp_path, monkeypatch) -> Path:
     return offline_hf_home(tmp_path, monkeypatch)
-
-
-def _online(monkeypatch) -> None:
-    """No offline variable set, whatever the caller exported (HF_DATASETS_OFFLINE=1 on air-gapped clusters)."""
-    for name in OFFLINE_VARS:
-        monkeypatch.delenv(name, raising=False)
 
 
 def test_the_osr_release_in_the_cache_is_converted_into_both_configs_pointing_at_its_panoramas(hf_home):
@@ -203,7 +196,7 @@ def test_mmsi_revision_main_reads_the_snapshot_main_points_at_instead_of_the_pin
 
 def test_online_the_release_comes_from_snapshot_download_with_the_allow_patterns(hf_home, monkeypatch):
     snapshot = place_in_hub_cache(hf_home / "hub", "UUUserna/OSR-Bench", osr_release())
-    _online(monkeypatch)
+    online(monkeypatch)
     calls = []
 
     def fake_download(repo_id, **kwargs):
@@ -221,7 +214,7 @@ def test_online_the_release_comes_from_snapshot_download_with_the_allow_patterns
 def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home, monkeypatch):
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    _online(monkeypatch)
+    online(monkeypatch)
 
     def no_connection(repo_id, **kwargs):
         raise LocalEntryNotFoundError("Connection error, and we cannot find the requested files in the disk cache.")

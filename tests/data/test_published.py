@@ -11,11 +11,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hub_releases import place_in_hub_cache  # noqa: E402
-from offline_hub import offline_hf_home  # noqa: E402
+from offline_hub import offline_hf_home, online  # noqa: E402
 from published_copies import folder_files  # noqa: E402
 
 from lmms_spatial.data.export import Origin, export  # noqa: E402
-from lmms_spatial.data.sources import OFFLINE_VARS, DatasetSource, DataUnavailable, dataset_source  # noqa: E402
+from lmms_spatial.data.sources import DatasetSource, DataUnavailable, dataset_source  # noqa: E402
 
 REPO = "lmms-spatial-ci/osr-bench"
 
@@ -81,8 +81,7 @@ def test_a_repo_variable_that_is_no_dataset_id_is_refused_in_one_line(hf_home, m
 
 
 def test_online_the_repository_and_its_revision_are_handed_to_datasets(hf_home, monkeypatch):
-    for name in OFFLINE_VARS:
-        monkeypatch.delenv(name, raising=False)
+    online(monkeypatch)
     monkeypatch.setenv("LMMS_SPATIAL_MMPERSPECTIVE_REPO", "someone/mmperspective")  # no Hub release of its own
     assert dataset_source("mmperspective") == DatasetSource("someone/mmperspective", {})
     monkeypatch.setenv("LMMS_SPATIAL_MMPERSPECTIVE_REVISION", "v2")
