@@ -58,18 +58,34 @@ def newest_results_file(output_path: Path) -> Path | None:
     return files[-1] if files else None
 
 
+# chance_level is a uniform guess's accuracy on one answer: the chance of these metrics only (a circular accuracy,
+# a robustness, a count or a judge's score has another, or none); the report's tables say the same per column
+CHANCE_OF = ("accuracy", "vanilla_accuracy")
+HEADLINES = ("accuracy", "circular_accuracy", "vanilla_accuracy")
+COLUMNS = ("unparsed_rate", "chance_level")  # the table's own columns, not rows
+
+
+def _chance_applies(metric: str) -> bool:
+    return metric in CHANCE_OF or metric.startswith("variant_")  # MMPerspective's accuracy on one image variant
+
+
 def format_results(results: dict) -> str:
-    """A plain table: one row per task with headline metrics, unparsed rate and chance."""
-    width = max([16, *(len(t) for t in results.get("results", {}))])
-    lines = [f"{'task':<{width}} {'metric':<20} {'value':>7}  {'unparsed':>8}  {'chance':>7}  n"]
+    """A plain table: a task's headline metrics (else every metric), its unparsed rate, and the chance level
+    where it is that metric's chance ("-" where it is not)."""
+    rows = []
     for task, metrics in sorted(results.get("results", {}).items()):
         values = {k.split(",")[0]: v for k, v in metrics.items() if "," in k and "_stderr" not in k}
-        headline = [k for k in ("accuracy", "circular_accuracy", "vanilla_accuracy") if k in values]
+        headline = [k for k in HEADLINES if k in values]
         n = results.get("n-samples", {}).get(task, {}).get("effective", "")
-        for metric in headline or sorted(values):
-            value = values[metric]
-            unparsed, chance = values.get("unparsed_rate", math.nan), values.get("chance_level", math.nan)
-            lines.append(f"{task:<{width}} {metric:<20} {value:7.3f}  {unparsed:8.3f}  {chance:7.3f}  {n}")
+        unparsed, chance = values.get("unparsed_rate", math.nan), values.get("chance_level", math.nan)
+        for metric in headline or sorted(set(values) - set(COLUMNS)) or sorted(values):
+            rows.append((task, metric, values[metric], unparsed, chance if _chance_applies(metric) else None, n))
+    width = max([16, *(len(row[0]) for row in rows)])
+    metric_width = max([20, *(len(row[1]) for row in rows)])
+    lines = [f"{'task':<{width}} {'metric':<{metric_width}} {'value':>7}  {'unparsed':>8}  {'chance':>7}  n"]
+    for task, metric, value, unparsed, chance, n in rows:
+        chance_cell = f"{'-':>7}" if chance is None else f"{chance:7.3f}"
+        lines.append(f"{task:<{width}} {metric:<{metric_width}} {value:7.3f}  {unparsed:8.3f}  {chance_cell}  {n}")
     return "\n".join(lines)
 
 
