@@ -36,7 +36,12 @@ if TYPE_CHECKING:  # for the annotation only: data.api_images reads this module,
 
 
 class RunRefused(Exception):
-    """A run of ours that cannot do what was asked (``--limit 0``, ...): its message is the whole last line."""
+    """A run of ours that cannot do what was asked (``--limit 0``, ...): its message is the whole last line; on the
+    command line the run ends in that line, exit 1, without a traceback (``plugin.run``)."""
+
+
+class ModelArgsError(RunRefused, ValueError):
+    """``--model_args`` a model of ours cannot use: the message names the argument and what it takes."""
 
 
 @dataclass

@@ -19,7 +19,7 @@ def test_our_file_and_line_message_wins_over_the_json_error_it_was_raised_from(t
         load_samples({"t": samples})
     except ValueError as exc:
         caught = exc
-    assert failures.describe(caught).startswith(f"ValueError: replay: {samples}:2: not an lmms-eval sample (")
+    assert failures.describe(caught).startswith(f"SamplesError: replay: {samples}:2: not an lmms-eval sample (")
     try:  # wrapped again by a library (lmms-eval's RuntimeError): still ours
         raise RuntimeError("evaluation failed") from caught
     except RuntimeError as outer:

@@ -69,6 +69,7 @@ from loguru import logger
 
 from lmms_spatial.models.fast_inputs import DocPreparer, collate, windows
 from lmms_spatial.models.fast_pipeline import Pipeline
+from lmms_spatial.run_state import ModelArgsError
 
 QWEN_RESIZE_MODEL_TYPES = ("qwen2_5_vl", "qwen2_vl")  # lmms-eval resizes their images with qwen-vl-utils
 IMAGE_BACKENDS = ("torchvision", "pil")
@@ -187,11 +188,13 @@ class FastVLM(lmms):
 
         unknown = sorted(set(kwargs) - set(_IGNORED_LMMS_EVAL_ARGS))
         if unknown:
-            raise ValueError(f"fast_vlm: unknown model arguments {unknown}")
+            raise ModelArgsError(f"fast_vlm: unknown model arguments {unknown}")
         if image_backend not in IMAGE_BACKENDS:
-            raise ValueError(f"fast_vlm: image_backend must be one of {IMAGE_BACKENDS}, got {image_backend!r}")
+            raise ModelArgsError(f"fast_vlm: image_backend must be one of {IMAGE_BACKENDS}, got {image_backend!r}")
         if vision_attention not in VISION_ATTENTION:
-            raise ValueError(f"fast_vlm: vision_attention must be one of {VISION_ATTENTION}, got {vision_attention!r}")
+            raise ModelArgsError(
+                f"fast_vlm: vision_attention must be one of {VISION_ATTENTION}, got {vision_attention!r}"
+            )
 
         # device and data parallelism exactly as lmms-eval's qwen2_5_vl (plus CPU processes, for tests)
         accelerator = Accelerator()

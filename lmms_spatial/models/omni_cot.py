@@ -47,6 +47,7 @@ from lmms_spatial.metrics.extraction import extract_yes_no
 from lmms_spatial.models import omni_cot_prompts as P
 from lmms_spatial.models import stages
 from lmms_spatial.models.staged import Staged, StageJob
+from lmms_spatial.run_state import ModelArgsError
 
 ARTIFACT = "omni_cot"
 METHODS = ("omni_cot", "direct", "multiview", "video")
@@ -172,9 +173,9 @@ class Options:
                 out[name] = str(value).strip().lower()
         options = cls(**out)
         if options.method not in METHODS:
-            raise ValueError(f"omni_cot: method must be one of {METHODS}, got {options.method!r}")
+            raise ModelArgsError(f"omni_cot: method must be one of {METHODS}, got {options.method!r}")
         if options.box_format not in BOX_FORMATS:
-            raise ValueError(f"omni_cot: box_format must be one of {BOX_FORMATS}, got {options.box_format!r}")
+            raise ModelArgsError(f"omni_cot: box_format must be one of {BOX_FORMATS}, got {options.box_format!r}")
         return options
 
     def logged(self) -> dict[str, Any]:

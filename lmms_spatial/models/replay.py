@@ -40,17 +40,26 @@ from lmms_spatial import run_options
 from lmms_spatial.conditions import KEY, RunConditions, model_label, parse_model_args
 from lmms_spatial.models import stages
 from lmms_spatial.models._base import TextOnlyModel
-from lmms_spatial.run_state import RunRefused
+from lmms_spatial.run_state import ModelArgsError, RunRefused
 
 _SAMPLES_FILE = re.compile(r"^(?P<stamp>.*?)_samples_(?P<task>.+)\.jsonl$")
 
 
-class MissingResponsesError(LookupError):
-    pass
+class MissingResponsesError(RunRefused, LookupError):
+    """Requests the samples hold no answer for: the message counts and names them."""
 
 
-class PromptMismatchError(ValueError):
-    pass
+class PromptMismatchError(RunRefused, ValueError):
+    """Answers logged for other questions than the ones asked: the message says which and how they differ."""
+
+
+class SamplesError(RunRefused, ValueError):
+    """Samples that cannot be replayed as given (a file's name, a line that is no sample): the message names the
+    file and line."""
+
+
+class SamplesNotFound(RunRefused, FileNotFoundError):
+    """``samples=`` names nothing to replay: the message names the path."""
 
 
 def _first_text(value: Any) -> str | None:
@@ -125,7 +134,7 @@ def _samples_of(part: str, root: Path) -> list[Path]:
         stamp = root.name[: -len("_results.json")]
         files = sorted(f for f in root.parent.glob(f"{glob.escape(stamp)}_samples_*.jsonl"))
         if not files:
-            raise FileNotFoundError(f"replay: no samples files beside {part} (was the run made with --log_samples?)")
+            raise SamplesNotFound(f"replay: no samples files beside {part} (was the run made with --log_samples?)")
         return files
     return [root]
 
@@ -137,11 +146,11 @@ def find_runs(spec: str) -> list[LoggedRun]:
     for part in filter(None, spec.split(os.pathsep)):
         root = Path(part).expanduser()
         if not root.exists():
-            raise FileNotFoundError(f"replay: samples path {part!r} does not exist")
+            raise SamplesNotFound(f"replay: samples path {part!r} does not exist")
         for f in _samples_of(part, root):
             m = _SAMPLES_FILE.match(f.name)
             if not m:
-                raise ValueError(f"replay: {f} is not named <date>_samples_<task>.jsonl")
+                raise SamplesError(f"replay: {f} is not named <date>_samples_<task>.jsonl")
             run = runs.get((f.parent, m.group("stamp")))
             if run is None:
                 run = runs[(f.parent, m.group("stamp"))] = LoggedRun(m.group("stamp"), f.parent)
@@ -228,12 +237,12 @@ def load_samples(files: dict[str, Path]) -> LoggedSamples:
                     sample = json.loads(line)
                     doc_id = int(sample["doc_id"])
                 except (ValueError, KeyError) as exc:
-                    raise ValueError(f"replay: {path}:{line_no}: not an lmms-eval sample ({exc})") from exc
+                    raise SamplesError(f"replay: {path}:{line_no}: not an lmms-eval sample ({exc})") from exc
                 text = _first_text(sample["resps"]) if "resps" in sample else None
                 if text is None:
                     text = _first_text(sample.get("filtered_resps"))
                 if text is None:
-                    raise ValueError(f"replay: {path}:{line_no}: no text response for doc_id {doc_id}")
+                    raise SamplesError(f"replay: {path}:{line_no}: no text response for doc_id {doc_id}")
                 logged.responses[(task, doc_id)] = text
                 if isinstance(sample.get("input"), str):
                     logged.prompts[(task, doc_id)] = sample["input"]
@@ -265,9 +274,9 @@ class Replay(TextOnlyModel):
     def __init__(self, samples: str = "", prompt_check: str = "error", **kwargs) -> None:
         super().__init__(**kwargs)
         if not samples:
-            raise ValueError("replay needs --model_args samples=<samples .jsonl file or folder>")
+            raise ModelArgsError("replay needs --model_args samples=<samples .jsonl file or folder>")
         if prompt_check not in PROMPT_CHECKS:
-            raise ValueError(f"replay: prompt_check must be one of {PROMPT_CHECKS}, got {prompt_check!r}")
+            raise ModelArgsError(f"replay: prompt_check must be one of {PROMPT_CHECKS}, got {prompt_check!r}")
         self.prompt_check = prompt_check
         self.files = find_samples_files(str(samples))
         logged = load_samples(self.files)

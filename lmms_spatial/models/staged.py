@@ -43,6 +43,7 @@ from loguru import logger
 
 from lmms_spatial import progress
 from lmms_spatial.models import stages
+from lmms_spatial.run_state import ModelArgsError
 
 _OWN_ARGS = ("base", "stage_cache", "chunk_size")
 DEFAULT_CHUNK_SIZE = 256
@@ -164,7 +165,7 @@ class Staged(lmms):
         base_args = {k: v for k, v in kwargs.items() if k not in _OWN_ARGS and v is not None}
         self.base = _model_class(base)(**base_args)
         if getattr(self.base, "is_simple", True):
-            raise ValueError(f"staged: base model {base!r} is a simple (non-chat) model; stages need chat messages")
+            raise ModelArgsError(f"staged: base model {base!r} is a simple (non-chat) model; stages need chat messages")
         self.model_id = f"{base}:{base_args.get('pretrained', base_args.get('model_version', ''))}"
         self.cache: StageCache | None = None
         if stage_cache:

@@ -157,18 +157,20 @@ def _simple_evaluate(original: Callable) -> Callable:
 
 def _said_in_its_line(exc: BaseException) -> bool:
     """Whether a run of ours on the command line that raised ``exc`` is told in full by its last line: data it
-    cannot read (``DataUnavailable``: the variable, the release, the fix) or a row it cannot use
-    (``BadDocumentError``: the document and the field). lmms-eval's handler would print ~60 lines of its own task
-    loading above that line first (and go on to the next run of a ``--config`` list: the command ends here
-    instead). A bug (any other error) keeps its traceback; ``--verbosity DEBUG`` keeps it for every error, as
-    lmms-eval does; called from Python, the exception is raised as it is."""
+    cannot read (``DataUnavailable``: the variable, the release, the fix), a row it cannot use
+    (``BadDocumentError``: the document and the field), or what it was given cannot be done (``RunRefused``:
+    ``--limit 0``, ``--model_args`` a model of ours cannot use, samples a replay cannot use). lmms-eval's handler
+    would print its traceback (~60 lines of its task loading for data) and the message again above that line
+    first (and go on to the next run of a ``--config`` list: the command ends here instead). A bug (any other
+    error) keeps its traceback; ``--verbosity DEBUG`` keeps it for every error, as lmms-eval does; called from
+    Python, the exception is raised as it is."""
     args = cli_arguments()
     if args is None or str(getattr(args, "verbosity", "")).upper() == "DEBUG":
         return False
     from lmms_spatial.data.hub_cache import DataUnavailable
     from lmms_spatial.data.images import BadDocumentError
 
-    return isinstance(failures.root_cause(exc), (DataUnavailable, BadDocumentError))
+    return isinstance(failures.root_cause(exc), (DataUnavailable, BadDocumentError, failures.RunRefused))
 
 
 def _kept_line(run: Run | None) -> str:
@@ -523,11 +525,15 @@ def refuse_cli_mistakes() -> None:
         check_cpu_data_parallel()
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
+        if _said_in_its_line(exc):
+            raise SystemExit(1) from None  # not an Exception: lmms-eval's handler would print its traceback
         raise
     try:
         check_limit(getattr(args, "limit", None))
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
+        if _said_in_its_line(exc):  # a negative one too: lmms-eval's own refusal is a traceback
+            raise SystemExit(1) from None
         if getattr(args, "limit", None) == 0:  # lmms-eval would go on: load the model, build every task
             raise
 

@@ -66,7 +66,26 @@ def test_a_limit_that_evaluates_nothing_ends_the_run_naming_limit_and_leaves_no_
         f"lmms-spatial: --limit {limit} {problem}: give a number of documents per task (--limit 8), a fraction of "
         "each task (--limit 0.1), or no --limit for all of them"
     )
+    assert "Traceback" not in run.stderr and "Error during evaluation" not in run.stderr  # the line alone
     assert not (run.out / "cache").exists()
+
+
+# --- model arguments a model of ours cannot use ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "model_args", "line"),
+    [("replay", "samples=nowhere", "replay: samples path 'nowhere' does not exist"),
+     ("replay", "samples=nowhere,prompt_check=maybe",
+      "replay: prompt_check must be one of ('error', 'warn', 'off'), got 'maybe'"),
+     ("staged", "base=random_choice",
+      "staged: base model 'random_choice' is a simple (non-chat) model; stages need chat messages")],
+)  # fmt: skip
+def test_model_arguments_a_model_of_ours_cannot_use_end_the_run_in_one_line(model, model_args, line, lmms_eval):
+    run = lmms_eval("--model", model, "--model_args", model_args, "--tasks", "mmsi_vanilla", expect_results=False)
+    assert run.returncode == 1
+    assert last_line(run) == f"lmms-spatial: {line}"
+    assert "Traceback" not in run.stderr and "Error during evaluation" not in run.stderr  # the line alone
 
 
 # --- data of another benchmark -----------------------------------------------------------------------------------

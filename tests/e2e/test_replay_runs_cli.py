@@ -46,6 +46,7 @@ def test_a_folder_of_runs_of_different_settings_is_refused_before_scoring_naming
         f"{on}): {c}, tasks {MMSI}. Point samples= at one run: its folder, its _results.json or its samples files "
         f"(e.g. samples={c})"
     )
+    assert "Traceback" not in replay.stderr
 
 
 def test_runs_of_one_model_with_the_same_settings_replay_together_each_task_naming_its_run(runs, lmms_eval):

@@ -195,4 +195,5 @@ def test_accelerate_launch_cpu_with_two_processes_stops_in_one_line_instead_of_r
         "its single-process launcher): drop --num_processes to run on CPU in one process, or run accelerate launch "
         "--num_processes 2 without --cpu on 2 GPUs (data parallel)"
     ) in proc.stderr.splitlines()  # the launched process's last line; accelerate's own traceback follows it
+    assert proc.stderr.count("Traceback") == 1  # accelerate's alone: the launched lmms-eval ended in its line
     assert not out.exists()  # stopped before the model loaded: nothing evaluated, nothing written
