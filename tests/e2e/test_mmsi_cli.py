@@ -111,8 +111,11 @@ def test_replay_fails_loudly_naming_missing_responses(lmms_eval, tmp_path):
         "mmsi_vanilla",
         expect_results=False,
     )
-    assert "no logged response for 10 requests" in run.stderr
-    assert "mmsi_vanilla: 10 docs, e.g. doc_id [2, 3, 4" in run.stderr
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("lmms-spatial: replay: no logged response for 10 requests")
+    assert "mmsi_vanilla: 10 docs, e.g. doc_id [2, 3, 4" in last
+    assert "Traceback" not in run.stderr
 
 
 def test_dummy_model_answering_a_scores_the_share_of_a_answers(lmms_eval, mmsi_docs):
