@@ -557,7 +557,14 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
 
 def load_run(path: Path, label: str | None = None) -> Run:
     """One results file, every samples file beside it (same timestamp) and its conditions."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:  # cut short (a writer killed mid-file) or not lmms-eval's
+        raise ValueError(
+            f"{path}: not a JSON results file ({exc}); move it out of the folder, or run it again"
+        ) from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a results file (a JSON {type(data).__name__}, lmms-eval writes an object)")
     stamp = path.name[: -len("_results.json")]
     prefix = f"{stamp}_samples_"
     lines = {f.name[len(prefix) : -len(".jsonl")]: _read_lines(f) for f in sorted(path.parent.glob(f"{prefix}*.jsonl"))}

@@ -347,6 +347,15 @@ def test_a_malformed_samples_line_stops_the_report_naming_the_file_and_line(tmp_
     assert capsys.readouterr().err.startswith(f"report: {samples}:12: not a JSON samples line (")
 
 
+def test_a_results_file_cut_short_stops_the_report_and_the_view_naming_it(tmp_path, capsys):
+    write_run(tmp_path / "a", STAMP, QWEN, {}, mmsi_scores(0), model="qwen2_5_vl")
+    broken = tmp_path / "a" / "20261127_000000_results.json"
+    broken.write_text('{"results": {"mmsi_vanilla"', encoding="utf-8")
+    for command in ("report", "view"):
+        assert lmms_spatial([command, str(tmp_path / "a"), "--no-plots", "--out", str(tmp_path / command)]) == 1
+        assert capsys.readouterr().err.startswith(f"{command}: {broken}: not a JSON results file (")
+
+
 # ---------------------------------------------------------------------------------------
 # generation settings are conditions (issue 41)
 # ---------------------------------------------------------------------------------------
