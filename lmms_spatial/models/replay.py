@@ -29,7 +29,7 @@ import glob
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,8 +175,13 @@ def _describe(run: LoggedRun) -> str:
     return f"{run.label}{f' ({what})' if what else ''}: {run.name}, tasks {', '.join(sorted(run.tasks))}"
 
 
-def check_one_model(spec: str, runs: list[LoggedRun]) -> None:
-    """Refuse samples of several runs that differ in model or settings (:class:`MixedRunsError`)."""
+REPLAY_GIVEN = "replay: samples={spec}"
+REPLAY_FIX = "Point samples= at one run: its folder, its _results.json or its samples files (e.g. samples={example})"
+
+
+def check_one_model(spec: str, runs: list[LoggedRun], given: str = REPLAY_GIVEN, fix: str = REPLAY_FIX) -> None:
+    """Refuse samples of several runs that differ in model or settings (:class:`MixedRunsError`); ``given`` and
+    ``fix`` say what was given and what to do, for the command that reads them (``{spec}``, ``{example}``)."""
     if len(runs) < 2:
         return
     differ = _differences(runs)
@@ -185,18 +190,24 @@ def check_one_model(spec: str, runs: list[LoggedRun]) -> None:
     newest = runs[-1]
     example = newest.results or os.pathsep.join(str(f) for _, f in sorted(newest.tasks.items()))
     raise MixedRunsError(
-        f"replay: samples={spec} holds {len(runs)} runs of different models or settings ({', '.join(differ)}), "
+        f"{given.format(spec=spec)} holds {len(runs)} runs of different models or settings ({', '.join(differ)}), "
         f"which would be scored as one model: "
         + "; ".join(_describe(r) for r in runs)
-        + f". Point samples= at one run: its folder, its _results.json or its samples files (e.g. samples={example})"
+        + f". {fix.format(example=example)}"
     )
 
 
-def sources(spec: str) -> dict[str, LoggedRun]:
+def sources(spec: str, keep: Callable[[str], bool] | None = None, given: str = REPLAY_GIVEN,
+            fix: str = REPLAY_FIX) -> dict[str, LoggedRun]:  # fmt: skip
     """{task: the run whose answers a replay of ``spec`` gives}: the newest run holding the task, once every run
-    found is of one model with the same settings (:func:`check_one_model`)."""
+    found is of one model with the same settings (:func:`check_one_model`). ``keep``: the tasks wanted (a run
+    holding none of them is not read, nor compared with the others)."""
     runs = find_runs(spec)
-    check_one_model(spec, runs)
+    if keep is not None:
+        for run in runs:
+            run.tasks = {task: path for task, path in run.tasks.items() if keep(task)}
+        runs = [run for run in runs if run.tasks]
+    check_one_model(spec, runs, given, fix)
     chosen: dict[str, LoggedRun] = {}
     for run in runs:  # oldest first: a newer run of the same model and settings wins
         for task in run.tasks:

@@ -45,12 +45,16 @@ SHORT_LABELS = {  # Table 2 headers cut to the 11 characters of a C/G column pai
 
 def load_records(run: Path | str) -> list[dict[str, Any]]:
     """DORI score records of one run (newest samples file per task under ``run``)."""
-    from lmms_spatial.models.replay import find_samples_files  # imports lmms-eval: only when files are searched
+    from lmms_spatial.models.replay import sources  # imports lmms-eval: only when files are searched
 
+    if not Path(run).exists():
+        raise FileNotFoundError(f"{run}: no such file or folder")
+    # only the DORI runs under it are compared: a folder of runs also holds other benchmarks', of other models
+    found = sources(str(run), keep=lambda task: task.startswith("dori_"), given="{spec}",
+                    fix="Give each run as an argument of its own (e.g. {example}): one per option seed")  # fmt: skip
     records = []
-    for task, path in sorted(find_samples_files(str(run)).items()):
-        if not task.startswith("dori_"):
-            continue
+    for task, logged in sorted(found.items()):
+        path = logged.tasks[task]
         with open(path, encoding="utf-8") as fh:
             for line_no, line in enumerate(fh, 1):
                 if not line.strip():
