@@ -54,10 +54,9 @@ def revision_of(bench: Benchmark) -> str:
 
 
 def _fix(bench: Benchmark) -> str:
-    return (
-        f"set {bench.env_var} to a converted copy (`lmms-spatial convert {bench.converter} RELEASE OUT`), "
-        f"or {bench.revision_var} to a revision of {bench.hub_id} that is available"
-    )
+    copy = (f"a converted copy (`lmms-spatial convert {bench.converter} RELEASE OUT`)" if bench.converter
+            else f"a local copy of the release (the layout of hub_cards/{bench.key}/README.md)")  # fmt: skip
+    return f"set {bench.env_var} to {copy}, or {bench.revision_var} to a revision of {bench.hub_id} that is available"
 
 
 def cached_snapshot(bench: Benchmark, revision: str) -> Path | None:

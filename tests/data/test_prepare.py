@@ -226,3 +226,24 @@ def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home,
     assert message.startswith("dori: cannot download appledora/DORI-Benchmark@main (Connection error, and we")
     assert "LMMS_SPATIAL_DORI_PATH" in message and "LMMS_SPATIAL_DORI_REVISION" in message and "\n" not in message
     assert caught.value.transient  # online: lmms-eval's retries may find the network back
+
+
+def test_a_release_with_no_converter_is_not_told_to_convert_when_it_cannot_be_downloaded(hf_home, monkeypatch):
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from lmms_spatial.data.prepare import fetch_release
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    online(monkeypatch)
+
+    def no_connection(repo_id, **kwargs):
+        raise LocalEntryNotFoundError("Connection error")
+
+    monkeypatch.setattr("huggingface_hub.snapshot_download", no_connection)
+    with pytest.raises(DataUnavailable) as caught:
+        fetch_release(BENCHMARKS["mmsi"], MMSI_REVISION)  # MMSI-Bench's parquet is read as published
+    assert str(caught.value) == (
+        f"mmsi: cannot download RunsenXu/MMSI-Bench@{MMSI_REVISION} (Connection error); set LMMS_SPATIAL_MMSI_PATH "
+        "to a local copy of the release (the layout of hub_cards/mmsi/README.md), or LMMS_SPATIAL_MMSI_REVISION to "
+        "a revision of RunsenXu/MMSI-Bench that is available"
+    )
