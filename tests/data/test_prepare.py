@@ -211,7 +211,8 @@ def test_online_the_release_comes_from_snapshot_download_with_the_allow_patterns
     assert kwargs["cache_dir"] == str(hf_home / "hub")
 
 
-def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home, monkeypatch):
+def _without_a_connection(monkeypatch) -> None:
+    """Online (no offline variable), and the Hub cannot be reached: huggingface_hub's error with nothing cached."""
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     online(monkeypatch)
@@ -220,6 +221,10 @@ def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home,
         raise LocalEntryNotFoundError("Connection error, and we cannot find the requested files in the disk cache.")
 
     monkeypatch.setattr("huggingface_hub.snapshot_download", no_connection)
+
+
+def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home, monkeypatch):
+    _without_a_connection(monkeypatch)
     with pytest.raises(DataUnavailable) as caught:
         dataset_source("dori")
     message = str(caught.value)
@@ -229,21 +234,15 @@ def test_online_without_a_connection_fails_in_one_line_naming_the_fixes(hf_home,
 
 
 def test_a_release_with_no_converter_is_not_told_to_convert_when_it_cannot_be_downloaded(hf_home, monkeypatch):
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
     from lmms_spatial.data.prepare import fetch_release
     from lmms_spatial.data.registry import BENCHMARKS
 
-    online(monkeypatch)
-
-    def no_connection(repo_id, **kwargs):
-        raise LocalEntryNotFoundError("Connection error")
-
-    monkeypatch.setattr("huggingface_hub.snapshot_download", no_connection)
+    _without_a_connection(monkeypatch)
     with pytest.raises(DataUnavailable) as caught:
         fetch_release(BENCHMARKS["mmsi"], MMSI_REVISION)  # MMSI-Bench's parquet is read as published
     assert str(caught.value) == (
-        f"mmsi: cannot download RunsenXu/MMSI-Bench@{MMSI_REVISION} (Connection error); set LMMS_SPATIAL_MMSI_PATH "
-        "to a local copy of the release (the layout of hub_cards/mmsi/README.md), or LMMS_SPATIAL_MMSI_REVISION to "
-        "a revision of RunsenXu/MMSI-Bench that is available"
+        f"mmsi: cannot download RunsenXu/MMSI-Bench@{MMSI_REVISION} (Connection error, and we cannot find the "
+        "requested files in the disk cache.); set LMMS_SPATIAL_MMSI_PATH to a local copy of the release (the layout "
+        "of hub_cards/mmsi/README.md), or LMMS_SPATIAL_MMSI_REVISION to a revision of RunsenXu/MMSI-Bench that is "
+        "available"
     )
