@@ -76,6 +76,36 @@ def test_runs_of_different_models_or_seeds_in_one_folder_are_refused_naming_each
     )
 
 
+def test_sources_keep_reads_only_the_runs_holding_a_wanted_task_and_only_those_tasks(tmp_path):
+    from lmms_spatial.models.replay import MixedRunsError, sources
+
+    _write(tmp_path / "20260101_000000_samples_dori_a.jsonl", [{"doc_id": 0, "resps": ["A"]}])
+    _write(tmp_path / "20260101_000000_samples_mmsi_vanilla.jsonl", [{"doc_id": 0, "resps": ["B"]}])
+    _write(tmp_path / "20260102_000000_samples_mmsi_vanilla.jsonl", [{"doc_id": 0, "resps": ["C"]}])
+    first = _results(tmp_path, "20260101_000000", model_args="seed=0")
+    _results(tmp_path, "20260102_000000", model="slow_guess", model_args="seed=7")  # another model: no DORI task
+    with pytest.raises(MixedRunsError):
+        sources(str(tmp_path))  # every run compared
+    chosen = sources(str(tmp_path), keep=lambda task: task.startswith("dori_"))
+    assert list(chosen) == ["dori_a"] and chosen["dori_a"].results == first
+    assert chosen["dori_a"].tasks == {"dori_a": tmp_path / "20260101_000000_samples_dori_a.jsonl"}  # its MMSI left
+    assert sources(str(tmp_path), keep=lambda task: task.startswith("osr_")) == {}
+
+
+def test_a_refusal_says_what_was_given_and_the_fix_in_the_callers_words(tmp_path):
+    from lmms_spatial.models.replay import MixedRunsError, check_one_model, find_runs
+
+    for stamp, seed in (("20260101_000000", "seed=0"), ("20260102_000000", "seed=1")):
+        _write(tmp_path / f"{stamp}_samples_t.jsonl", [{"doc_id": 0, "resps": ["A"]}])
+        second = _results(tmp_path, stamp, model_args=seed)
+    runs = find_runs(str(tmp_path))
+    with pytest.raises(MixedRunsError) as refused:
+        check_one_model("SPEC", runs, given="<{spec}>", fix="Do this with {example}.")
+    message = str(refused.value)
+    assert message.startswith("<SPEC> holds 2 runs of different models or settings (model_args), which would be ")
+    assert message.endswith(f"tasks t. Do this with {second}.")
+
+
 def test_runs_whose_model_is_unknown_are_not_mixed_either(tmp_path):
     from lmms_spatial.models.replay import MixedRunsError
 
