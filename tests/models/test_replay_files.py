@@ -83,9 +83,11 @@ def test_sources_keep_reads_only_the_runs_holding_a_wanted_task_and_only_those_t
     _write(tmp_path / "20260101_000000_samples_mmsi_vanilla.jsonl", [{"doc_id": 0, "resps": ["B"]}])
     _write(tmp_path / "20260102_000000_samples_mmsi_vanilla.jsonl", [{"doc_id": 0, "resps": ["C"]}])
     first = _results(tmp_path, "20260101_000000", model_args="seed=0")
-    _results(tmp_path, "20260102_000000", model="slow_guess", model_args="seed=7")  # another model: no DORI task
-    with pytest.raises(MixedRunsError):
-        sources(str(tmp_path))  # every run compared
+    other = _results(tmp_path, "20260102_000000", model="slow_guess", model_args="seed=7")  # no DORI task
+    with pytest.raises(MixedRunsError) as refused:
+        sources(str(tmp_path), given="<{spec}>", fix="Fix with {example}.")  # every run compared, in these words
+    assert str(refused.value).startswith(f"<{tmp_path}> holds 2 runs of different models or settings (model, ")
+    assert str(refused.value).endswith(f"tasks mmsi_vanilla. Fix with {other}.")
     chosen = sources(str(tmp_path), keep=lambda task: task.startswith("dori_"))
     assert list(chosen) == ["dori_a"] and chosen["dori_a"].results == first
     assert chosen["dori_a"].tasks == {"dori_a": tmp_path / "20260101_000000_samples_dori_a.jsonl"}  # its MMSI left
