@@ -225,7 +225,7 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
 
 
 def describe_data(entries: Sequence[tuple[str, str]] | None) -> str:
-    """``mmsi: RunsenXu/MMSI-Bench@ec7c92b`` (``not recorded`` for None)."""
+    """``<key>: <org>/<name>@<commit>``, one per benchmark read (``not recorded`` for None)."""
     if entries is None:
         return "not recorded"
     return ", ".join(f"{name}: {source}" for name, source in entries) or "none"
