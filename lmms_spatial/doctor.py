@@ -159,7 +159,7 @@ def check_data(env: dict[str, str]) -> Iterator[Check]:
 def check_judge(env: dict[str, str]) -> Iterator[Check]:
     """The LLM judge, with one ``GET /models`` when one is configured."""
     from lmms_spatial.judge.config import ENV_MODEL, JudgeConfig
-    from lmms_spatial.judge.preflight import probe
+    from lmms_spatial.judge.preflight import KEY_VARIABLES, missing_key, probe
 
     config = JudgeConfig.from_env(env)
     if config.is_none:
@@ -173,6 +173,9 @@ def check_judge(env: dict[str, str]) -> Iterator[Check]:
             f"set {ENV_MODEL}=<model> (and its server), or {ENV_MODEL}=none for the rule-based fallbacks",
         )
         return  # fmt: skip
+    if missing_key(config):
+        yield Check(FIX, "judge", f"{config.model}: {missing_key(config)}: set {KEY_VARIABLES} to your key")
+        return
     failure = probe(config)
     if failure is not None:
         yield Check(FIX, "judge", f"{config.model}: {failure}: check LMMS_SPATIAL_JUDGE_BASE_URL and the API key")

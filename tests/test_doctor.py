@@ -157,6 +157,10 @@ def test_the_judge_line_follows_the_judge_setting():
                                     "LMMS_SPATIAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"}))  # fmt: skip
     assert down[0].status == FIX
     assert down[0].detail.startswith("gpt-4o-mini: http://127.0.0.1:9/v1/models does not answer")
+    # the OpenAI API (no base URL) with no key: said without asking it, as the run's notice says it
+    (no_key,) = doctor.check_judge({"LMMS_SPATIAL_JUDGE": "gpt-4o"})
+    assert no_key == Check(FIX, "judge", "gpt-4o: no API key is set for https://api.openai.com/v1: set "
+                                         "LMMS_SPATIAL_JUDGE_API_KEY (or OPENAI_API_KEY) to your key")  # fmt: skip
 
 
 def test_offline_variables_are_reported(tmp_path, monkeypatch):

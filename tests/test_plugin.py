@@ -91,6 +91,26 @@ def test_a_refused_key_is_said_as_such(monkeypatch):
     assert "set LMMS_SPATIAL_JUDGE_API_KEY (or OPENAI_API_KEY) to a key that server accepts" in text
 
 
+def test_the_openai_api_with_no_key_set_is_said_without_asking_it(monkeypatch):
+    import urllib.request
+
+    def no_request(request, timeout):
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_request)
+    text = notice(["x"], env={"LMMS_SPATIAL_JUDGE": "gpt-4o"})  # no base URL: the OpenAI API, which needs a key
+    assert text.startswith(
+        "lmms-spatial: the LLM judge gpt-4o cannot be used: no API key is set for https://api.openai.com/v1, and 1 "
+        "task(s) of this run score with one: x."
+    )
+    assert (
+        "stop here and set LMMS_SPATIAL_JUDGE_API_KEY (or OPENAI_API_KEY) to your key, or LMMS_SPATIAL_JUDGE=none"
+        in text
+    )
+    local = {"LMMS_SPATIAL_JUDGE": "m", "LMMS_SPATIAL_JUDGE_BASE_URL": "http://judge.invalid/v1"}  # a server: asked
+    assert "http://judge.invalid/v1/models does not answer (AssertionError: probed)" in notice(["x"], env=local)
+
+
 def test_items_the_judge_refuses_for_the_key_end_the_run_naming_the_key_variable():
     from lmms_spatial.judge import Judge, JudgeConfig, JudgeUnavailableError, reset_judges
     from lmms_spatial.judge.preflight import refused_key_line

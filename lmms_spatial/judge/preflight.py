@@ -50,6 +50,14 @@ def probe(config: JudgeConfig, timeout: float = PROBE_TIMEOUT) -> str | None:
         return failure
 
 
+def missing_key(config: JudgeConfig) -> str | None:
+    """What is missing when the judge is the OpenAI API (no base URL set) and no key is set: it refuses every
+    request without one, so this is said without asking it (a local server takes any key, or none)."""
+    if config.base_url is None and not config.api_key:
+        return f"no API key is set for {DEFAULT_BASE_URL}"
+    return None
+
+
 def _listed(tasks: list[str]) -> str:
     shown = ", ".join(tasks[:_SHOWN])
     return shown + (f" and {len(tasks) - _SHOWN} more" if len(tasks) > _SHOWN else "")
@@ -65,6 +73,9 @@ def notice(tasks: list[str], env: Mapping[str, str] | None = None, timeout: floa
     fix = f"set {ENV_MODEL}=<model> (with {ENV_BASE_URL} for a local server)"
     if config.model is None:
         problem = f"no LLM judge is configured ({ENV_MODEL} is not set)"
+    elif missing_key(config):
+        problem = f"the LLM judge {config.model} cannot be used: {missing_key(config)}"
+        fix = f"set {KEY_VARIABLES} to your key"
     else:
         failure = probe(config, timeout)
         if failure is None:
