@@ -173,8 +173,8 @@ def check_judge(env: dict[str, str]) -> Iterator[Check]:
             f"set {ENV_MODEL}=<model> (and its server), or {ENV_MODEL}=none for the rule-based fallbacks",
         )
         return  # fmt: skip
-    if missing_key(config):
-        yield Check(FIX, "judge", f"{config.model}: {missing_key(config)}: set {KEY_VARIABLES} to your key")
+    if missing := missing_key(config):
+        yield Check(FIX, "judge", f"{config.model}: {missing}: set {KEY_VARIABLES} to your key")
         return
     failure = probe(config)
     if failure is not None:

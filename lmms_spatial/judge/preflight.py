@@ -73,8 +73,8 @@ def notice(tasks: list[str], env: Mapping[str, str] | None = None, timeout: floa
     fix = f"set {ENV_MODEL}=<model> (with {ENV_BASE_URL} for a local server)"
     if config.model is None:
         problem = f"no LLM judge is configured ({ENV_MODEL} is not set)"
-    elif missing_key(config):
-        problem = f"the LLM judge {config.model} cannot be used: {missing_key(config)}"
+    elif missing := missing_key(config):
+        problem = f"the LLM judge {config.model} cannot be used: {missing}"
         fix = f"set {KEY_VARIABLES} to your key"
     else:
         failure = probe(config, timeout)

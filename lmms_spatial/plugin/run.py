@@ -128,8 +128,7 @@ def _simple_evaluate(original: Callable) -> Callable:
             ours = call.run.ours if call.run is not None else _ours_at_failure(exc, call)
             if ours:
                 failures.run_failed(exc, ours)
-                if _said_in_its_line(exc):
-                    raise SystemExit(1) from None  # not an Exception: lmms-eval's handler would print its traceback
+                _end_if_said_in_its_line(exc)
             raise
         except KeyboardInterrupt as exc:  # Ctrl-C: one line, not a traceback (SystemExit prints none)
             if call.run is None and not _ours_at_failure(exc, call):
@@ -171,6 +170,13 @@ def _said_in_its_line(exc: BaseException) -> bool:
     from lmms_spatial.data.images import BadDocumentError
 
     return isinstance(failures.root_cause(exc), (DataUnavailable, BadDocumentError, failures.RunRefused))
+
+
+def _end_if_said_in_its_line(exc: BaseException) -> None:
+    """End the command line now, exit 1, when its last line tells ``exc`` in full (:func:`_said_in_its_line`):
+    ``SystemExit`` is not an ``Exception``, so lmms-eval's handler prints no traceback over that line."""
+    if _said_in_its_line(exc):
+        raise SystemExit(1) from None
 
 
 def _kept_line(run: Run | None) -> str:
@@ -525,15 +531,13 @@ def refuse_cli_mistakes() -> None:
         check_cpu_data_parallel()
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
-        if _said_in_its_line(exc):
-            raise SystemExit(1) from None  # not an Exception: lmms-eval's handler would print its traceback
+        _end_if_said_in_its_line(exc)
         raise
     try:
         check_limit(getattr(args, "limit", None))
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
-        if _said_in_its_line(exc):  # a negative one too: lmms-eval's own refusal is a traceback
-            raise SystemExit(1) from None
+        _end_if_said_in_its_line(exc)  # a negative one too: lmms-eval's own refusal is a traceback
         if getattr(args, "limit", None) == 0:  # lmms-eval would go on: load the model, build every task
             raise
 
