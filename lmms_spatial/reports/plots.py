@@ -361,20 +361,33 @@ def _column(table: Table, key: str) -> int:
     return next(i for i, c in enumerate(table.columns) if c.key == key)
 
 
-def _key(row: Row) -> tuple[str, str]:
-    return (row.model or row.label, row.kind)
+def _keys(table: Table) -> dict[int, tuple]:
+    """{id(row): what the row is, the same in any table}: a run's row by the runs behind it (their results files)
+    and its extra row's mark after the main row's model (" soft acc."); a published row by its label. Two rows of
+    one model from different runs (a partial run and a whole one) are two rows, never one."""
+    keys: dict[int, tuple] = {}
+    mains: dict[tuple[str, ...], str] = {}  # runs -> the model of their first (main) row
+    for row in table.rows:
+        if not row.runs:
+            keys[id(row)] = (row.model or row.label, row.kind)
+            continue
+        runs = tuple(sorted(str(run.results_file) for run in row.runs))
+        main = mains.setdefault(runs, row.model)
+        keys[id(row)] = (runs, row.kind, row.model[len(main) :] if row.model.startswith(main) else row.model)
+    return keys
 
 
 def xy_points(tx: Table, kx: str, ty: Table, ky: str) -> tuple[list[tuple[str, str, float, float]], list[str]]:
-    """Rows present in both tables (same model, or same published label) with both values, in %; and one
+    """Rows present in both tables (the same runs, or the same published label) with both values, in %; and one
     line per model row left out, naming the missing value and why."""
     ix, iy = _column(tx, kx), _column(ty, ky)
-    ys = {_key(r): r for r in ty.rows if r.kind in ("model", "reference")}
+    kx_of, ky_of = _keys(tx), _keys(ty)
+    ys = {ky_of[id(r)]: r for r in ty.rows if r.kind in ("model", "reference")}
     out, missing = [], []
     for r in tx.rows:
         if r.kind not in ("model", "reference"):
             continue
-        other = ys.get(_key(r))
+        other = ys.get(kx_of[id(r)])
         x = percent(tx, ix, r.cells[ix].value)
         y = percent(ty, iy, other.cells[iy].value) if other is not None else None
         label = max((r.label, other.label if other is not None else ""), key=len)
@@ -388,8 +401,8 @@ def xy_points(tx: Table, kx: str, ty: Table, ky: str) -> tuple[list[tuple[str, s
                 note = other.cells[iy].note if other is not None else f"not in {ty.key}"
                 gaps.append(f"{ty.headers[iy]} of {ty.key}" + (f" ({note})" if note else ""))
             missing.append(f"{label}: no {' and no '.join(gaps)}")
-    known = {_key(r) for r in tx.rows}
-    missing += [f"{r.label}: not in {tx.key}" for r in ty.rows if r.kind == "model" and _key(r) not in known]
+    known = set(kx_of.values())
+    missing += [f"{r.label}: not in {tx.key}" for r in ty.rows if r.kind == "model" and ky_of[id(r)] not in known]
     return out, missing
 
 

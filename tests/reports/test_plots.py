@@ -72,6 +72,28 @@ def test_a_model_without_a_value_is_listed_under_the_scatter_with_the_reason(tmp
     assert figures["s.png"]["texts"] == ["Not plotted:\nm: no Acc of t (no judge: no answer was judged)"]
 
 
+def test_two_runs_of_one_model_are_two_points_each_with_its_own_runs_values():
+    """A partial run with the close tasks only and a whole run, both of ``m``: the whole run's open score is never
+    paired with the partial run's close score (they share a model name, not their runs)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    partial, whole = (SimpleNamespace(results_file=Path(f"/r/{n}_results.json")) for n in ("partial", "whole"))
+    column = Column("acc", "Acc", Leaf("t", "accuracy"))
+
+    def table(key, rows):
+        return Table(key, key, "src", ["Acc"], rows=rows, columns=[column], scale=100.0)
+
+    close = table("close", [Row("m (10/23)", "model", [Cell(30.0)], model="m", runs=[partial]),
+                            Row("m", "model", [Cell(40.0)], model="m", runs=[whole]),
+                            Row("m soft", "model", [Cell(45.0)], model="m soft", runs=[whole])])  # fmt: skip
+    open_ = table("open", [Row("m (judge)", "model", [Cell(5.0)], model="m", runs=[whole]),
+                           Row("m soft", "model", [Cell(6.0)], model="m soft", runs=[whole])])  # fmt: skip
+    points, missing = plots.xy_points(close, "acc", open_, "acc")
+    assert points == [("m (judge)", "model", 40.0, 5.0), ("m soft", "model", 45.0, 6.0)]
+    assert missing == ["m (10/23): no Acc of open (not in open)"]
+
+
 def test_the_labels_of_twenty_close_models_do_not_overlap(tmp_path, figures):
     points = [
         (f"model-{k:02d}-with-a-longish-name", "model", 40 + (k % 5) * 0.8, 40 + (k // 5) * 0.8) for k in range(20)
