@@ -240,12 +240,18 @@ class ModelRecord:
     label: str
     name: str | None
     args: Any  # --model_args as lmms-eval kept it (text, or a dict from --config)
-    seed: int | None = None
+    seed: int | None = None  # the model's own seed (its seed= argument, or the default it used); None: it takes none
     replayed_from: str | None = None  # --model replay, every answer from one run: that run's results file
     fingerprint: str | None = None  # the weights --model_args name (lmms_spatial.plugin.weights)
+    # lmms-eval's torch seed (--seed), where it reached the answers: a local model that samples. None: it did not
+    # (greedy decoding, an API model, a model that draws from its own seed). Recorded since 2026-11-28 (the key's
+    # presence says so: an older record's seeds are what --seed said, reached or not)
+    sampling_seed: int | None = None
+    seeds_recorded: bool = True  # False: read from a record older than sampling_seed
 
     def to_json(self) -> dict[str, Any]:
-        entry: dict[str, Any] = {"label": self.label, "name": self.name, "args": self.args, "seed": self.seed}
+        entry: dict[str, Any] = {"label": self.label, "name": self.name, "args": self.args, "seed": self.seed,
+                                 "sampling_seed": self.sampling_seed}  # fmt: skip
         if self.replayed_from is not None:
             entry["replayed_from"] = self.replayed_from
         entry["fingerprint"] = self.fingerprint
@@ -261,6 +267,8 @@ class ModelRecord:
             seed=entry.get("seed"),
             replayed_from=text_or_none(entry.get("replayed_from")),
             fingerprint=text_or_none(entry.get("fingerprint")),
+            sampling_seed=entry.get("sampling_seed"),
+            seeds_recorded="sampling_seed" in entry,
         )
 
 

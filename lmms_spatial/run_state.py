@@ -68,6 +68,8 @@ class RunNotes:
     generation: dict[str, dict[str, Any]] = field(default_factory=dict)  # ... in effect
     maps: bool = False  # whether the model drew its own maps
     store: dict[str, Any] | None = None  # the answers the store gave (lmms_spatial.plugin.resume.served_summary)
+    model_seed: int | None = None  # the seed the model drew from (its ``seed`` attribute), given or by default
+    own_seed_only: bool = False  # the model draws from model_seed alone (lmms-eval's --seed never reaches it)
 
 
 @dataclass

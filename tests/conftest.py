@@ -7,6 +7,7 @@ per-benchmark demo runs live in a folder every worker of the run shares (:func:`
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -367,6 +368,16 @@ class Run:
         return self.results["results"][task][f"{name},none"]
 
 
+def _files_with_times(out: Path) -> dict[Path, tuple[int, int]]:
+    """Every results and samples file under ``out``, with its modification time and size (what a run changes)."""
+    found = {}
+    for pattern in ("*_results.json", "*_samples_*.jsonl"):
+        for f in out.rglob(pattern):
+            stat = f.stat()
+            found[f] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
 def run_lmms_eval(args: list[str], env: dict[str, str], out: Path, expect_results: bool = True,
                   real: bool = False) -> Run:  # fmt: skip
     """Run ``python -m lmms_eval``; success is judged by the files it wrote, not its exit code.
@@ -376,16 +387,20 @@ def run_lmms_eval(args: list[str], env: dict[str, str], out: Path, expect_result
     does), or a real subprocess when ``real`` (each benchmark keeps one) or when the fork would differ.
     """
     cmd = [*args, "--output_path", str(out), "--log_samples"]
+    before = _files_with_times(out)  # several runs may write into one folder: this run's files are those it wrote
     proc = forkserver.run_module("lmms_eval", cmd, env, cwd=out.parent, timeout=900, real=real)
-    results_files = sorted(out.rglob("*_results.json"))
+    written = sorted(f for f, stamp in _files_with_times(out).items() if before.get(f) != stamp)
+    results_files = [f for f in written if f.name.endswith("_results.json")]
     if not expect_results:
         assert not results_files, f"expected no results, got {results_files}"
         return Run({}, {}, proc.stdout, proc.stderr, out, proc.returncode)
     assert results_files, f"lmms-eval wrote no results (rc={proc.returncode}):\n{proc.stderr[-6000:]}"
-    results = json.loads(results_files[-1].read_text())
+    newest = results_files[-1]  # a --config of several runs writes one each: the last, by name (their start order)
+    results = json.loads(newest.read_text())
+    stamp = newest.name[: -len("_results.json")]
     samples = {}
-    for f in out.rglob("*_samples_*.jsonl"):
-        task = f.name.split("_samples_", 1)[1][: -len(".jsonl")]
+    for f in newest.parent.glob(f"{glob.escape(stamp)}_samples_*.jsonl"):
+        task = f.name[len(f"{stamp}_samples_") : -len(".jsonl")]
         samples[task] = sorted((json.loads(line) for line in f.read_text().splitlines()), key=lambda s: s["doc_id"])
     return Run(results, samples, proc.stdout, proc.stderr, out, proc.returncode)
 

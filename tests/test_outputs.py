@@ -59,13 +59,15 @@ def test_two_runs_of_ours_in_one_second_keep_their_own_results_and_samples(track
     _save(tracker_module, tmp_path, 1, ["A", "B", "C"])
     _save(tracker_module, tmp_path, 2, ["D", "E"])
     folder = tmp_path / "m"
+    # by name, the later run's files come last: sorted(glob("*_results.json"))[-1] is the newest run, and its samples
     assert sorted(p.name for p in folder.iterdir()) == [
-        f"{SECOND}-2_results.json", f"{SECOND}-2_samples_t.jsonl", f"{SECOND}_results.json", f"{SECOND}_samples_t.jsonl"
+        f"{SECOND}_results.json", f"{SECOND}_samples_t.jsonl", f"{SECOND}_take002_results.json",
+        f"{SECOND}_take002_samples_t.jsonl",
     ]  # fmt: skip
     assert json.loads((folder / f"{SECOND}_results.json").read_text())["lmms_spatial"]["seed"] == 1
-    assert json.loads((folder / f"{SECOND}-2_results.json").read_text())["lmms_spatial"]["seed"] == 2
+    assert json.loads((folder / f"{SECOND}_take002_results.json").read_text())["lmms_spatial"]["seed"] == 2
     assert _lines(folder / f"{SECOND}_samples_t.jsonl") == ["A", "B", "C"]  # 3 lines for 3 documents, not 5
-    assert _lines(folder / f"{SECOND}-2_samples_t.jsonl") == ["D", "E"]
+    assert _lines(folder / f"{SECOND}_take002_samples_t.jsonl") == ["D", "E"]
     assert failures._LINES == []
 
 
@@ -75,13 +77,16 @@ def test_a_name_whose_samples_are_there_without_results_is_not_appended_to(track
     (folder / f"{SECOND}_samples_t.jsonl").write_text('{"left": "by a run that wrote no results"}\n')
     _save(tracker_module, tmp_path, 1, ["A"])
     assert (folder / f"{SECOND}_samples_t.jsonl").read_text() == '{"left": "by a run that wrote no results"}\n'
-    assert _lines(folder / f"{SECOND}-2_samples_t.jsonl") == ["A"]
-    assert (folder / f"{SECOND}-2_results.json").exists() and not (folder / f"{SECOND}_results.json").exists()
+    assert _lines(folder / f"{SECOND}_take002_samples_t.jsonl") == ["A"]
+    assert (folder / f"{SECOND}_take002_results.json").exists() and not (folder / f"{SECOND}_results.json").exists()
 
 
 def test_the_name_is_taken_exclusively_so_two_processes_never_share_it(tmp_path):
-    assert [outputs.reserve(tmp_path, SECOND) for _ in range(3)] == [SECOND, f"{SECOND}-2", f"{SECOND}-3"]
-    assert all((tmp_path / f"{n}_results.json").stat().st_size == 0 for n in (SECOND, f"{SECOND}-2", f"{SECOND}-3"))
+    names = [outputs.reserve(tmp_path, SECOND) for _ in range(11)]
+    assert names[:3] == [SECOND, f"{SECOND}_take002", f"{SECOND}_take003"] and names[-1] == f"{SECOND}_take011"
+    assert all((tmp_path / f"{n}_results.json").stat().st_size == 0 for n in names)
+    # in the order they were taken, by name: the tenth run's after the second's, every one after the first
+    assert sorted(f"{n}_results.json" for n in names) == [f"{n}_results.json" for n in names]
 
 
 def test_a_run_with_none_of_our_tasks_is_written_as_lmms_eval_writes_it(tracker_module, tmp_path):

@@ -441,18 +441,21 @@ def test_our_tasks_are_found_in_nested_groups_and_group_task_pairs():
     assert our_leaves({"mme": _task("mme", doc_to_text=len)}) == []
 
 
-def test_accelerate_launch_cpu_with_several_processes_is_refused_since_it_starts_one():
-    from lmms_spatial.plugin.run import cpu_processes_lost
+def test_accelerate_launch_that_started_fewer_processes_than_asked_is_found_with_whether_it_was_cpu():
+    from lmms_spatial.plugin.run import processes_lost
 
     python, script = "/venv/bin/python", "/venv/bin/accelerate"
     run = ["-m", "lmms_eval", "--model", "random_choice", "--tasks", "mmsi_vanilla"]
-    assert cpu_processes_lost([python, script, "launch", "--cpu", "--num_processes", "2", *run], 1) == 2
-    assert cpu_processes_lost([python, "-m", "accelerate.commands.launch", "--num_processes=4", "--cpu", *run], 1) == 4
-    assert cpu_processes_lost(["/venv/bin/accelerate-launch", "--mixed_precision", "no", "--cpu", "--num_processes",
-                               "3", "/venv/bin/lmms-eval", "--limit", "2"], 1) == 3  # fmt: skip
-    # one process asked for, GPUs, really several ranks, options of the launched program, no launcher: nothing said
-    assert cpu_processes_lost([python, script, "launch", "--cpu", "--num_processes", "1", *run], 1) is None
-    assert cpu_processes_lost([python, script, "launch", "--multi_gpu", "--num_processes", "2", *run], 2) is None
-    assert cpu_processes_lost([python, script, "launch", "--cpu", "--num_processes", "2", *run], 2) is None
-    assert cpu_processes_lost([python, script, "launch", "--num_processes", "2", "train.py", "--cpu"], 1) is None
-    assert cpu_processes_lost(["/bin/bash", "job.sh", "--cpu", "--num_processes", "2"], 1) is None
+    assert processes_lost([python, script, "launch", "--cpu", "--num_processes", "2", *run], 1) == (2, True)
+    launch = [python, "-m", "accelerate.commands.launch"]
+    assert processes_lost([*launch, "--num_processes=4", "--cpu", *run], 1) == (4, True)
+    assert processes_lost(["/venv/bin/accelerate-launch", "--mixed_precision", "no", "--cpu", "--num_processes",
+                           "3", "/venv/bin/lmms-eval", "--limit", "2"], 1) == (3, True)  # fmt: skip
+    # no --multi_gpu on a machine without a GPU: one process started
+    assert processes_lost([python, script, "launch", "--num_processes", "2", *run], 1) == (2, False)
+    # one process asked for, really as many ranks as asked, options of the launched program, no launcher: nothing
+    assert processes_lost([python, script, "launch", "--cpu", "--num_processes", "1", *run], 1) is None
+    assert processes_lost([python, script, "launch", "--multi_gpu", "--num_processes", "2", *run], 2) is None
+    assert processes_lost([python, script, "launch", "--cpu", "--num_processes", "2", *run], 2) is None
+    assert processes_lost([python, script, "launch", "train.py", "--num_processes", "2"], 1) is None
+    assert processes_lost(["/bin/bash", "job.sh", "--cpu", "--num_processes", "2"], 1) is None

@@ -133,17 +133,42 @@ def test_documents_count_against_the_splits_size_and_the_limit_is_kept_as_given(
     tasks = {"mmsi_vanilla": MMSI}
     value = _build(_results(mmsi_vanilla={"accuracy,none": 0.5}), tasks, empty=["odi_bench_close_ocr"])
     assert value["schema"] == 1 and value["model"] == {"label": "random_choice", "name": "random_choice",
-                                                       "args": "seed=7", "seed": 7, "fingerprint": None}  # fmt: skip
+                                                       "args": "seed=7", "seed": 7, "sampling_seed": None,
+                                                       "fingerprint": None}  # fmt: skip
     task = value["tasks"]["mmsi_vanilla"]
     assert (task["documents"], task["of"], task["limit"]) == (3, 12, 3)  # lmms-eval's 3.0 read back as 3
     assert task["judge"] is None and task["map_source"] is None and task["seed"] == 7
     assert value["tasks"]["odi_bench_close_ocr"]["documents"] == value["tasks"]["odi_bench_close_ocr"]["of"] == 0
 
 
-def test_the_seed_is_lmms_evals_when_the_model_takes_none():
+def test_lmms_evals_seed_is_recorded_only_where_it_reached_the_answers():
+    """--seed's torch value reaches a local model's answers only when it samples; greedy answers, an API model's and
+    a model that draws from its own seed= (random_choice: default 0) do not depend on it."""
+    from lmms_spatial.plugin.conditions import sampling_seed
+    from lmms_spatial.run_state import RunNotes
+
+    config = {"model": "qwen2_5_vl", "model_args": "pretrained=x/y", "random_seed": 0, "torch_seed": 1234}
+    sampled = {"mmsi_cot": {"do_sample": True, "temperature": 0.7}, "mmsi_vanilla": {"max_new_tokens": 16}}
+    greedy = {"mmsi_vanilla": {"max_new_tokens": 16, "temperature": 0}}
+    assert sampling_seed(config, sampled) == 1234
+    assert sampling_seed(config, {"t": {"temperature": 0.2}}) == 1234  # temperature alone samples (many backends)
+    assert sampling_seed(config, greedy) is None
+    assert sampling_seed({**config, "model_args": "model_version=gpt-4o"}, sampled) is None
+    assert sampling_seed({**config, "model_args": "pretrained=x,base_url=http://h/v1"}, sampled) is None
+
     results = _results(t={})
-    results["config"].update(model_args="pretrained=x/y", random_seed=1234)
-    assert _build(results, {})["model"]["seed"] == 1234
+    results["config"].update(model_args="pretrained=x/y", random_seed=0, torch_seed=1234)
+    value = conditions.build(results, {})
+    assert value.model.seed is None  # the model takes no seed of its own; --seed is not recorded as one
+    conditions.add_what_answered(value, results, RunNotes(generation=sampled))
+    assert (value.model.seed, value.model.sampling_seed) == (None, 1234)
+    conditions.add_what_answered(value, results, RunNotes(generation=greedy))
+    assert value.model.sampling_seed is None
+    # random_choice without seed=: the seed it drew from by default, and never --seed, sampled or not
+    notes = RunNotes(generation=sampled, model_seed=0, own_seed_only=True)
+    value = conditions.build({**results, "config": {**results["config"], "model_args": ""}}, {})
+    conditions.add_what_answered(value, results, notes)
+    assert (value.model.seed, value.model.sampling_seed) == (0, None)
 
 
 def test_what_answered_and_the_generation_settings_each_task_was_run_with_are_recorded():
@@ -415,7 +440,7 @@ def test_the_conditions_a_run_writes_read_back_to_the_same_bytes():
     written = {
         "schema": 1, "lmms_spatial_version": "0.1.0",
         "model": {"label": "Qwen2.5-VL-3B-Instruct", "name": "replay", "args": "samples=out", "seed": None,
-                  "replayed_from": "out/20260101_000000_results.json", "fingerprint": None},
+                  "sampling_seed": None, "replayed_from": "out/20260101_000000_results.json", "fingerprint": None},
         "tasks": {
             "odi_bench_open_ocr": {"documents": 3, "of": 12, "limit": 3,
                                    "judge": {"kind": "llm", "model": "gpt-4o", "rubric": "odi_open",

@@ -12,6 +12,16 @@ class TextOnlyModel(lmms):
         super().__init__()
         self.batch_size_per_gpu = int(batch_size) if str(batch_size).isdigit() else 1
 
+    @property
+    def device(self):
+        """Where lmms-eval puts the tensors it gathers across processes (data parallel: each rank's request count).
+        These models compute nothing on a device: the accelerator's (CPU under gloo, the rank's GPU under NCCL),
+        which lmms-eval's ``evaluate`` gives a model that has none, else the CPU."""
+        import torch
+
+        accelerator = getattr(self, "accelerator", None)
+        return accelerator.device if accelerator is not None else torch.device("cpu")
+
     def prefetch_order(self, requests) -> list[int]:
         """None: these models never call a task's document functions, so nothing is built ahead
         (read by :mod:`lmms_spatial.prefetch`)."""

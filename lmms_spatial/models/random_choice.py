@@ -16,6 +16,10 @@ _COLUMNS = ("options", "answer", "question", "skill")
 
 
 class RandomChoice(TextOnlyModel):
+    # its guesses draw from its own seed= alone (never from lmms-eval's --seed, nor from sampling settings): what
+    # the run's conditions record as its seeds (lmms_spatial.plugin.conditions.sampling_seed)
+    own_seed_only = True
+
     def __init__(self, seed: int | str = 0, **kwargs) -> None:
         super().__init__(**kwargs)
         self.seed = int(seed)

@@ -98,8 +98,27 @@ SCORED_UNPARSED = frozenset({"osr_negative"})
 # --- the model ----------------------------------------------------------------------------------
 
 
-def _model_seed(args: Any, config: Mapping[str, Any]) -> int | None:
-    raw = parse_model_args(args).get("seed", config.get("random_seed"))
+def _model_seed(args: Any) -> int | None:
+    """The model's own ``seed=`` argument (lmms-eval's ``--seed`` is not the model's: :func:`sampling_seed`)."""
+    raw = parse_model_args(args).get("seed")
+    try:
+        return int(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+API_ARGS = ("model_version", "base_url")  # a model served over an API: its sampling is the server's
+
+
+def sampling_seed(config: Mapping[str, Any], generation: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """lmms-eval's torch seed (``--seed``'s third value) when it reached the answers: the run samples (some task's
+    settings in effect) on a model that samples here, not behind an API. Greedy answers do not depend on it."""
+    from lmms_spatial.plugin.sampling import samples
+
+    args = parse_model_args(config.get("model_args"))
+    if not samples(dict(generation)) or any(args.get(k) for k in API_ARGS):
+        return None
+    raw = config.get("torch_seed", config.get("random_seed"))
     try:
         return int(raw) if raw is not None else None
     except (TypeError, ValueError):
@@ -125,7 +144,7 @@ def replayed_runs(args: Any) -> dict[str, tuple[str, str]]:
 def model_entry(config: Mapping[str, Any], tasks: Any = None) -> ModelRecord:
     """The ``model`` value; for a replay, of the runs that answered ``tasks`` (every task found when None)."""
     name, args = config.get("model"), config.get("model_args")
-    entry = ModelRecord(model_label(name, args), name, args, _model_seed(args, config))
+    entry = ModelRecord(model_label(name, args), name, args, _model_seed(args))
     if name == "replay":
         runs = replayed_runs(args)
         found = {run for task, run in runs.items() if tasks is None or task in tasks}
@@ -403,6 +422,12 @@ def add_what_answered(value: RunConditions, results: Mapping[str, Any], notes: R
 
     store = notes.store
     value.model.fingerprint = (store or {}).get("weights") or weights.fingerprint(value.model.args)
+    if value.model.seed is None and notes.model_seed is not None:  # the seed the model drew from by default
+        value.model.seed = notes.model_seed
+        for entry in value.tasks.values():
+            entry.seed = notes.model_seed
+    value.model.sampling_seed = None if notes.own_seed_only else sampling_seed(results.get("config") or {},
+                                                                               notes.generation)
     value.store = (
         StoreRecord(store.get("root"), store.get("answers"), store.get("asked"), list(store.get("from") or []))
         if store

@@ -8,8 +8,11 @@ a full disk or a folder it may not write leaves a 0-byte results file, or none, 
 
 For a run of ours (its results hold the ``"lmms_spatial"`` key, :mod:`.conditions`), the results file's name is
 taken with ``O_EXCL`` before lmms-eval writes it: when ``<date>`` is taken (its results file or a samples file
-exists), the run's files are ``<date>-2_...`` (``-3``, ...), so each run's samples sit beside its own results,
-which is how ``lmms-spatial report`` pairs them. After lmms-eval wrote them, each file is checked (results: JSON
+exists), the run's files are ``<date>_take002_...`` (``_take003``, ...), so each run's samples sit beside its own
+results, which is how ``lmms-spatial report`` pairs them; and a folder's results and samples files sort by name in
+the order their runs started, as lmms-eval's own names do (``_take`` sorts after ``_results`` and ``_samples``; the
+name before, ``<date>-2``, sorted *before* ``<date>_``: a script taking ``sorted(...)[-1]`` as the newest run, the
+suite's among them, read the run before it). After lmms-eval wrote them, each file is checked (results: JSON
 that reads back; samples: one whole line per document); one that is not ends the run with exit 1 in one line
 naming the folder, the cause and the fix. By then the answers are in the answer store (:mod:`.resume`), so the
 same command run again asks the model for none of them. A results file that is empty or cut short is removed
@@ -28,7 +31,7 @@ from typing import Any
 
 from lmms_spatial.plugin import failures
 
-MAX_RUNS_PER_SECOND = 1000
+MAX_RUNS_PER_SECOND = 999  # the n-th run of a second is <date>_take<nnn>: three digits sort as numbers
 
 
 def _is_ours(results: Any) -> bool:
@@ -38,11 +41,12 @@ def _is_ours(results: Any) -> bool:
 
 
 def reserve(folder: Path, stamp: str) -> str:
-    """A name for this run's files in ``folder``: ``stamp``, else ``stamp-2``, ``stamp-3``... whose results file
-    this process created (``O_EXCL``: two processes never get the same) and which no samples file uses yet."""
+    """A name for this run's files in ``folder``: ``stamp``, else ``stamp_take002``, ``stamp_take003``... (each file
+    sorts by name after the earlier runs' files) whose results file this process created (``O_EXCL``: two processes
+    never get the same) and which no samples file uses yet."""
     folder.mkdir(parents=True, exist_ok=True)
     for n in range(1, MAX_RUNS_PER_SECOND + 1):
-        name = stamp if n == 1 else f"{stamp}-{n}"
+        name = stamp if n == 1 else f"{stamp}_take{n:03d}"
         if glob.glob(os.path.join(glob.escape(str(folder)), f"{glob.escape(name)}_samples_*.jsonl")):
             continue  # samples of a run that wrote no results (it crashed, or is lmms-eval's own): not ours to append
         try:

@@ -95,6 +95,8 @@ def default_dir(output_path: str | None) -> Path:
 
 def _announce(run: Any, where: str, how: str) -> None:
     run.notes.answers = where
+    if int(os.environ.get("RANK", "0") or 0) != 0:  # data parallel: said once, by rank 0
+        return
     print(f"lmms-spatial: answers are kept in {where} as they come ({how}); the same command run again asks "
           "the model only for the missing ones", file=sys.stderr, flush=True)  # fmt: skip
 
@@ -272,6 +274,9 @@ def _execute(original):
     def execute(self, lm, reqtype, requests):
         if not run_state.active() or not requests:
             return original(self, lm, reqtype, requests)
+        from lmms_spatial.plugin.sampling import with_draws
+
+        requests = with_draws(requests)  # a repeated request's draws, each kept on its own (sampled)
         _fold_data_fingerprints(self, lm, requests)
         count_served(self, reqtype, requests)
         size = save_every(lm)
@@ -434,8 +439,11 @@ def release(run: Any) -> None:
 def _create(original):
     @functools.wraps(original)
     def create(cls, *args, **kwargs):
+        from lmms_spatial.plugin import ranks
         from lmms_spatial.plugin.ours import recognise
 
+        if run_state.active():  # a data-parallel run's ranks agree on its run id through the group
+            ranks.start_group(None, _backend())
         try:
             cache = original(cls, *args, **kwargs)
         except (sqlite3.Error, OSError) as exc:
@@ -460,10 +468,38 @@ def _create(original):
                 replay_unmerged_runs(cache)
             except Exception as exc:  # never worse than lmms-eval's own cache
                 print(f"lmms-spatial: earlier runs' answers not read: {exc}", file=sys.stderr)
+            ranks.check_sharing(cache)  # collectives: every rank, whatever happened above
+            ranks.serve_from_main(cache)
         return cache
 
     create._lmms_spatial = True
     return classmethod(create)
+
+
+def _backend() -> str:
+    call = run_state.current_call()
+    arguments = call.arguments if call is not None else {}
+    return arguments.get("distributed_executor_backend") or "accelerate"
+
+
+def _finalize(original):
+    """``ResponseCache.finalize``: before rank 0 merges a successful run, the answers of ranks on other disks are
+    sent to it (:func:`lmms_spatial.plugin.ranks.send_to_main`)."""
+
+    @functools.wraps(original)
+    def finalize(self, *args, **kwargs):
+        from lmms_spatial.plugin import ranks
+
+        if kwargs.get("success", args[0] if args else False) and run_state.active():
+            try:
+                ranks.send_to_main(self)
+            except Exception as exc:  # the answers stay in that machine's own store (and its audit log)
+                print(f"lmms-spatial: the answers of other machines were not sent to the main one: {exc}",
+                      file=sys.stderr)  # fmt: skip
+        return original(self, *args, **kwargs)
+
+    finalize._lmms_spatial = True
+    return finalize
 
 
 def _merge_lock(original):
@@ -513,6 +549,23 @@ def patch_response_cache(module) -> None:
     create = cls.__dict__.get("create")
     if isinstance(create, classmethod) and not getattr(create.__func__, "_lmms_spatial", False):
         cls.create = _create(create.__func__)
+    extract, deterministic = getattr(module, "extract_gen_kwargs", None), getattr(module, "is_deterministic", None)
+    if callable(extract) and callable(deterministic) and not getattr(extract, "_lmms_spatial", False):
+        from lmms_spatial.plugin import sampling
+
+        module.extract_gen_kwargs = sampling.extract_gen_kwargs(extract, deterministic)
+        module.is_deterministic = sampling.is_deterministic_wrapper(deterministic)
+        relevant = getattr(module, "CACHE_RELEVANT_KEYS", None)  # the keys canonicalize_gen_kwargs keys on
+        if isinstance(relevant, (set, frozenset)):
+            module.CACHE_RELEVANT_KEYS = frozenset(relevant) | {sampling.KEY}
+    finalize = cls.__dict__.get("finalize")  # lmms-eval 0.7.1+
+    if callable(finalize) and not getattr(finalize, "_lmms_spatial", False):
+        cls.finalize = _finalize(finalize)
+    resolve = getattr(module, "_resolve_cache_run_id", None)
+    if callable(resolve) and not getattr(resolve, "_lmms_spatial", False):
+        from lmms_spatial.plugin import ranks
+
+        module._resolve_cache_run_id = ranks.run_id(resolve)
     lock = getattr(module, "_merge_lock", None)  # lmms-eval 0.7.1+ (0.7.0 merges nothing)
     if lock is not None and not getattr(lock, "_lmms_spatial", False):
         module._merge_lock = _merge_lock(lock)
@@ -520,7 +573,8 @@ def patch_response_cache(module) -> None:
 
 # --- what answered: the weights in the key, and which earlier run each served answer came from ----------------
 
-RUN_RECORD = "lmms_spatial_run:"  # meta rows of the store: one per run, merged with its answers
+RUN_RECORD = "lmms_spatial_run:"  # meta rows of the store: one per run, merged with its answers (ranks.RUN_RECORDS)
+PADDING = "__padding_only__"  # lmms-eval's mark on the requests that even out the ranks' counts (never scored)
 
 
 def _short_hash(value: str) -> str:  # lmms-eval's response_cache._short_hash
@@ -635,6 +689,8 @@ def count_served(cache: Any, reqtype: str, requests: list) -> None:
         served = cache.__dict__.setdefault("_lmms_spatial_served", {})
         asked = cache.__dict__.setdefault("_lmms_spatial_asked", {})
         for request in requests:
+            if (getattr(request, "metadata", None) or {}).get(PADDING):  # data parallel: a copy evening the ranks
+                continue
             task = getattr(request, "task_name", None) or "?"
             asked[task] = asked.get(task, 0) + 1
             gen_kwargs = rc.extract_gen_kwargs(request)

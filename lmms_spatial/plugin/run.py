@@ -322,10 +322,16 @@ def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, r
         message = notice(judged)
         if message:
             print(message, file=sys.stderr, flush=True)
+    from lmms_spatial.plugin import ranks
+
+    ranks.start_group(lm, bound.arguments.get("distributed_executor_backend"))  # before the store: its run id
     cache = resume.keep_answers(bound, run)
     _keep_stages(lm, run)  # after the answer store is chosen: the stages are kept beside it
     _note_tasks(task_dict, run)
     _note_generation(task_dict, run)
+    seed = getattr(lm, "seed", None)  # a model that draws from a seed of its own (random_choice: seed=, default 0)
+    run.notes.model_seed = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    run.notes.own_seed_only = bool(getattr(type(lm), "own_seed_only", False))
     succeeded = False
     try:
         with prefetching_model(lm), _own_maps(lm, run) as drawing:
@@ -398,14 +404,15 @@ def _note_protocol(task_dict: Any, run: Run) -> None:
 
 def _note_served(cache: Any, run: Run) -> None:
     """How many answers the store gave and which earlier runs gave them: one line, and the run's notes."""
-    from lmms_spatial.plugin import resume
+    from lmms_spatial.plugin import ranks, resume
 
     try:
         summary = resume.served_summary(cache)
     except Exception as exc:  # never fails a finished run: the count is left unknown
         print(f"lmms-spatial: answers from the store not counted ({failures.describe(exc)})", file=sys.stderr)
-        return
-    if summary is not None:
+        summary = None
+    summary = ranks.gather_summaries(summary)  # every rank's count (a collective: every rank calls it)
+    if summary is not None and ranks.rank() == 0:
         run.notes.store = summary
         line = resume.served_line(summary)
         if line:
@@ -469,12 +476,11 @@ def _names_ours(tasks: str) -> list[str]:
 _LAUNCHERS = ("accelerate.commands.launch", "accelerate-launch")
 
 
-def cpu_processes_lost(parent_argv: list[str], world_size: int) -> int | None:
-    """The ``--num_processes`` N > 1 of an ``accelerate launch --cpu`` that started this process as the only one
-    (accelerate 1.x sends ``--cpu`` to its single-process launcher whatever N: measured, docs/reliability.md),
-    else ``None``. ``parent_argv`` is the launching process's command line."""
-    if world_size > 1:
-        return None
+def processes_lost(parent_argv: list[str], world_size: int) -> tuple[int, bool] | None:
+    """``(N, cpu)`` for an ``accelerate launch --num_processes N`` that started fewer than N processes (this one
+    among ``world_size``), else ``None``; ``cpu``: it was given ``--cpu``. accelerate 1.x sends ``--cpu`` to its
+    single-process launcher whatever N, and so it does ``--num_processes N`` without ``--multi_gpu`` on a machine
+    with no GPU (both measured, docs/running.md). ``parent_argv`` is the launching process's command line."""
     start = None
     for i, arg in enumerate(parent_argv):
         name = os.path.basename(arg)
@@ -497,7 +503,7 @@ def cpu_processes_lost(parent_argv: list[str], world_size: int) -> int | None:
         elif key in {"--num_processes", "--num-processes"}:
             value = value or (options[i + 1] if i + 1 < len(options) else "")
             wanted = int(value) if value.isdigit() else wanted
-    return wanted if cpu and wanted > 1 else None
+    return (wanted, cpu) if world_size < wanted else None
 
 
 def _parent_argv() -> list[str]:
@@ -508,15 +514,43 @@ def _parent_argv() -> list[str]:
     return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
 
 
-def check_cpu_data_parallel() -> None:
-    """``accelerate launch --cpu --num_processes N`` starts one process: said before the model loads, not run."""
-    wanted = cpu_processes_lost(_parent_argv(), int(os.environ.get("WORLD_SIZE", "1") or 1))
-    if wanted is not None:
+def check_data_parallel() -> None:
+    """``accelerate launch --num_processes N`` that started fewer processes: said before the model loads, not run."""
+    found = processes_lost(_parent_argv(), int(os.environ.get("WORLD_SIZE", "1") or 1))
+    if found is None:
+        return
+    wanted, cpu = found
+    if cpu:
         raise failures.RunRefused(
             f"accelerate launch --cpu --num_processes {wanted} starts one process, not {wanted} (accelerate sends "
             "--cpu to its single-process launcher): drop --num_processes to run on CPU in one process, or run "
-            f"accelerate launch --num_processes {wanted} without --cpu on {wanted} GPUs (data parallel)"
+            f"accelerate launch --multi_gpu --num_processes {wanted} without --cpu (GPUs, or CPU processes over gloo "
+            "where there is none)"
         )
+    raise failures.RunRefused(
+        f"accelerate launch --num_processes {wanted} started {os.environ.get('WORLD_SIZE', '1') or 1} process(es), "
+        f"not {wanted} (without --multi_gpu, accelerate starts one where it finds no GPU): add --multi_gpu (data "
+        f"parallel over {wanted} GPUs, or {wanted} CPU processes over gloo), or drop --num_processes"
+    )
+
+
+SEED_VALUES = 4  # lmms-eval's --seed: python's random, numpy, torch, few-shot sampling
+
+
+def check_seed(argv: list[str]) -> None:
+    """``--seed`` as lmms-eval takes it, one value for all four seeds or four values: lmms-eval accepts three
+    (``--seed 1,2,3``) and fills the fourth from its defaults with a warning only."""
+    for i, arg in enumerate(argv):
+        key, equals, value = arg.partition("=")
+        if key != "--seed":
+            continue
+        value = value if equals else (argv[i + 1] if i + 1 < len(argv) else "")
+        count = len(value.split(","))
+        if count not in (1, SEED_VALUES):
+            raise failures.RunRefused(
+                f"--seed {value} gives {count} values: give one integer for all four seeds (--seed 42) or four, for "
+                "python's random, numpy, torch and few-shot sampling (--seed 0,1234,1234,1234; None leaves one unset)"
+            )
 
 
 def refuse_cli_mistakes() -> None:
@@ -528,7 +562,13 @@ def refuse_cli_mistakes() -> None:
         return
     refuse_broken_environment()
     try:
-        check_cpu_data_parallel()
+        check_data_parallel()
+    except failures.RunRefused as exc:
+        failures.add_line(f"lmms-spatial: {exc}")
+        _end_if_said_in_its_line(exc)
+        raise
+    try:
+        check_seed(sys.argv[1:])
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
         _end_if_said_in_its_line(exc)

@@ -41,6 +41,8 @@ def problem(db: Path) -> str | None:
         rows = connection.execute("PRAGMA quick_check").fetchall()
         if [tuple(r) for r in rows] != [("ok",)]:
             return str(rows[0][0]) if rows else "quick_check returned nothing"
+        if not connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+            return None  # no table yet: a store being made (lmms-eval's merge creates the file, then its tables)
         connection.execute("SELECT COUNT(*) FROM responses").fetchone()
         return None
     except sqlite3.Error as exc:
@@ -84,9 +86,32 @@ def check(cache: Any) -> str | None:
     if not root or not (Path(root) / DB_NAME).is_file():
         return None
     db = Path(root) / DB_NAME
-    why = problem(db)
-    if why is None:
+    if problem(db) is None:
         return None
+    from filelock import FileLock
+
+    # several processes of one run (data parallel) open the same store at once: one rebuilds it, the others find
+    # it sound once they hold the lock (never a second rebuild, nor a rebuild of a store another is writing)
+    with FileLock(str(db) + ".check.lock"):
+        why = problem(db)
+        if why is None:
+            _reopen(cache, db)
+            return None
+        return _rebuild(cache, db, why)
+
+
+def _reopen(cache: Any, db: Path) -> None:
+    """``cache`` reads ``db`` (rebuilt by another process while this one waited for the lock)."""
+    shared = getattr(cache, "_shared_db", None)
+    if shared is not None:
+        shared.close()
+    cache._shared_db = sqlite3.connect(f"file:{urllib.parse.quote(str(db), safe='/')}?mode=ro&immutable=1", uri=True,
+                                       timeout=10)  # fmt: skip
+    cache._shared_db_path = str(db)
+
+
+def _rebuild(cache: Any, db: Path, why: str) -> str:
+    root = db.parent
     shared = getattr(cache, "_shared_db", None)
     if shared is not None:
         shared.close()
@@ -96,11 +121,9 @@ def check(cache: Any) -> str | None:
         extra = db.with_name(db.name + suffix)
         if extra.exists():
             os.replace(extra, aside.with_name(aside.name + suffix))
-    logs = audit_logs(Path(root), getattr(cache, "_run_dir", None))
+    logs = audit_logs(root, getattr(cache, "_run_dir", None))
     count = rebuild(db, logs)
-    cache._shared_db = sqlite3.connect(f"file:{urllib.parse.quote(str(db), safe='/')}?mode=ro&immutable=1", uri=True,
-                                       timeout=10)  # fmt: skip
-    cache._shared_db_path = str(db)
+    _reopen(cache, db)
     line = (
         f"lmms-spatial: the answer store {db} was damaged ({why}): moved aside to {aside.name} and rebuilt from "
         f"its {len(logs)} audit logs ({count} answers); the model is asked only for answers they do not hold"

@@ -488,7 +488,10 @@ def _overlay(derived: Conditions, recorded: RunConditions) -> Conditions:
         model=model.name or derived.model,
         args=args,
         seed=text_or_none(model.seed) if model.seed is not None else (seed or derived.seed),
-        random_seed=derived.random_seed if model.seed is None else None,
+        # the seeds that reached the answers (lmms-eval's --seed only where the run sampled on a local model); an
+        # older record's --seed counts where the model had no seed of its own, as before
+        random_seed=(text_or_none(model.sampling_seed) if model.seeds_recorded
+                     else derived.random_seed if model.seed is None else None),  # fmt: skip
         tasks=tasks,
         recorded=True,
         environment=recorded.environment,

@@ -373,6 +373,11 @@ def group_runs(runs: Sequence[Run], tasks: set[str]) -> tuple[list[list[Run]], l
                              "counted once")  # fmt: skip
                 break
             if all(r.conditions.seeds(tasks) != seeds for r in group):
+                same = next((r for r in group if r.digest(tasks) == digest), None)
+                if same is not None:  # pooled all the same (they are the seeds recorded), and said
+                    notes.append(f"{run.results_file} and {same.results_file} were recorded with different seeds "
+                                 f"({run.conditions.describe_seed(tasks)}; {same.conditions.describe_seed(tasks)}) "
+                                 "and hold the same results for this table: the seed may not have reached the model")
                 group.append(run)
                 break
         else:

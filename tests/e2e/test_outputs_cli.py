@@ -43,11 +43,11 @@ def test_two_runs_started_in_one_second_keep_their_own_files_and_the_report_read
         _, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err[-3000:]
     assert sorted(p.name for p in out.glob(f"{SECOND}*")) == [
-        f"{SECOND}-2_results.json", f"{SECOND}-2_samples_mmsi_vanilla.jsonl",
-        f"{SECOND}_results.json", f"{SECOND}_samples_mmsi_vanilla.jsonl",
+        f"{SECOND}_results.json", f"{SECOND}_samples_mmsi_vanilla.jsonl", f"{SECOND}_take002_results.json",
+        f"{SECOND}_take002_samples_mmsi_vanilla.jsonl",
     ]  # fmt: skip
     seeds = []
-    for stamp in (SECOND, f"{SECOND}-2"):
+    for stamp in (SECOND, f"{SECOND}_take002"):
         results = json.loads((out / f"{stamp}_results.json").read_text())
         seed = int(results["config"]["model_args"].removeprefix("seed="))
         lines = [json.loads(line) for line in (out / f"{stamp}_samples_mmsi_vanilla.jsonl").read_text().splitlines()]
@@ -64,7 +64,7 @@ def test_two_runs_started_in_one_second_keep_their_own_files_and_the_report_read
     for stamp, seed in seeds:  # each results file is its own run, with its own 12 documents
         run_line = next(line for line in notes.splitlines() if f"`{out / stamp}_results.json`" in line)
         assert run_line.startswith(f"- random_choice: random_choice, 12/12 documents, seed={seed}, lmms-spatial ")
-    # pooled as two seeds, in the order of their file names (which run took "-2" is the race's)
+    # pooled as two seeds, in the order of their file names (which run took "_take002" is the race's)
     pooled = next(line for line in notes.splitlines() if "random_choice: mean ± std/sqrt(n) over 2 runs (" in line)
     assert sorted(pooled.split("(")[-1].rstrip(")").split(", ")) == ["seed=0", "seed=1"]
 

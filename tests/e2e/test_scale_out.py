@@ -181,19 +181,27 @@ def test_two_processes_give_exactly_the_metrics_of_one(offline_env, tiny_qwen2_5
         assert by_id_two == by_id_one, task
 
 
+REFUSED = {
+    "--cpu": "lmms-spatial: accelerate launch --cpu --num_processes 2 starts one process, not 2 (accelerate sends "
+    "--cpu to its single-process launcher): drop --num_processes to run on CPU in one process, or run accelerate "
+    "launch --multi_gpu --num_processes 2 without --cpu (GPUs, or CPU processes over gloo where there is none)",
+    "no --multi_gpu": "lmms-spatial: accelerate launch --num_processes 2 started 1 process(es), not 2 (without "
+    "--multi_gpu, accelerate starts one where it finds no GPU): add --multi_gpu (data parallel over 2 GPUs, or 2 "
+    "CPU processes over gloo), or drop --num_processes",
+}
+
+
 @pytest.mark.slow
-def test_accelerate_launch_cpu_with_two_processes_stops_in_one_line_instead_of_running_one(offline_env, tmp_path):
+@pytest.mark.parametrize("given", sorted(REFUSED))
+def test_accelerate_launch_that_starts_fewer_processes_than_asked_stops_in_one_line(given, offline_env, tmp_path):
     out = tmp_path / "out"
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--cpu", "--num_processes", "2", "--num_machines",
+    cpu = ["--cpu"] if given == "--cpu" else []
+    launch = [sys.executable, "-m", "accelerate.commands.launch", *cpu, "--num_processes", "2", "--num_machines",
               "1", "--mixed_precision", "no", "--dynamo_backend", "no"]  # fmt: skip
     proc = subprocess.run([*launch, "-m", "lmms_eval", "--model", "random_choice", "--tasks", "mmsi_vanilla",
-                           "--output_path", str(out), "--log_samples"], env=offline_env, capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path)  # fmt: skip
+                           "--output_path", str(out), "--log_samples"], env={**offline_env, "CUDA_VISIBLE_DEVICES": ""},
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-3000:]
-    assert (
-        "lmms-spatial: accelerate launch --cpu --num_processes 2 starts one process, not 2 (accelerate sends --cpu to "
-        "its single-process launcher): drop --num_processes to run on CPU in one process, or run accelerate launch "
-        "--num_processes 2 without --cpu on 2 GPUs (data parallel)"
-    ) in proc.stderr.splitlines()  # the launched process's last line; accelerate's own traceback follows it
+    assert REFUSED[given] in proc.stderr.splitlines()  # the launched process's last line (accelerate's traceback after)
     assert proc.stderr.count("Traceback") == 1  # accelerate's alone: the launched lmms-eval ended in its line
     assert not out.exists()  # stopped before the model loaded: nothing evaluated, nothing written

@@ -13,9 +13,7 @@ Through the real CLI, with lmms-eval's unmodified ``qwen2_5_vl`` class and the t
 
 from __future__ import annotations
 
-import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -23,15 +21,6 @@ pytestmark = pytest.mark.slow
 
 LIMIT = 2  # MMSI fixture documents: 2 requests per run
 MODEL_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=12544"  # as tests/e2e/test_tiny_qwen.py
-
-
-def _newest(out: Path) -> tuple[dict, list[dict]]:
-    """The newest run's results and its mmsi_vanilla samples (three runs share the folder)."""
-    results = sorted(out.rglob("*_results.json"))[-1]
-    stamp = results.name[: -len("_results.json")]
-    samples = results.parent / f"{stamp}_samples_mmsi_vanilla.jsonl"
-    lines = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
-    return json.loads(results.read_text()), sorted(lines, key=lambda s: s["doc_id"])
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +42,7 @@ def three_runs(lmms_eval_into, tmp_path_factory):
             "--gen_kwargs", "max_new_tokens=8",
             env={"CUDA_VISIBLE_DEVICES": ""},
         )  # fmt: skip
-        results, samples = _newest(out)
-        runs.append((run, results, samples))
+        runs.append((run, run.results, run.samples["mmsi_vanilla"]))  # the files this run wrote
     return out, runs
 
 

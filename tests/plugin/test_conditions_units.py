@@ -155,14 +155,17 @@ def test_a_task_record_is_read_back_as_written_and_an_older_one_s_missing_keys_a
 
 
 def test_a_model_record_writes_replayed_from_only_when_replayed_and_reads_back_text():
-    model = ModelRecord("a", "qwen", "pretrained=x/a", seed=1, replayed_from="/r.json", fingerprint="local:12")
+    model = ModelRecord("a", "qwen", "pretrained=x/a", seed=1, replayed_from="/r.json", fingerprint="local:12",
+                        sampling_seed=8)  # fmt: skip
     assert list(model.to_json().items()) == [("label", "a"), ("name", "qwen"), ("args", "pretrained=x/a"), ("seed", 1),
-                                             ("replayed_from", "/r.json"), ("fingerprint", "local:12")]  # fmt: skip
+                                             ("sampling_seed", 8), ("replayed_from", "/r.json"),
+                                             ("fingerprint", "local:12")]  # fmt: skip
     assert "replayed_from" not in ModelRecord("a", None, None).to_json()
     assert ModelRecord.from_json(model.to_json()) == model
-    assert ModelRecord.from_json({"label": None, "name": 3, "fingerprint": 5}) == ModelRecord("", "3", None, None,
-                                                                                              None, "5")  # fmt: skip
-    assert ModelRecord.from_json("x") == ModelRecord("", None, None)
+    # a record written before sampling_seed: its seeds are not known to be those that reached the answers
+    assert ModelRecord.from_json({"label": None, "name": 3, "fingerprint": 5}) == ModelRecord(
+        "", "3", None, None, None, "5", None, seeds_recorded=False)  # fmt: skip
+    assert ModelRecord.from_json("x") == ModelRecord("", None, None, seeds_recorded=False)
 
 
 def test_a_store_record_and_a_data_record_round_trip():
@@ -210,7 +213,8 @@ def test_run_conditions_of_an_earlier_or_broken_file_keep_what_is_readable():
     assert read.data == {"a": DataRecord("/a", False)}
     assert read.store is None and read.failed_tasks is None and read.groups_without_scores is None
     empty = RunConditions.from_json(None)
-    assert (empty.model, empty.tasks, empty.data, empty.schema) == (ModelRecord("", None, None), {}, None, 0)
+    assert (empty.model, empty.tasks, empty.data, empty.schema) == (
+        ModelRecord("", None, None, seeds_recorded=False), {}, None, 0)  # fmt: skip
     assert RunConditions.from_json({"tasks": ["t"], "data": ["a"]}).tasks == {}
     assert RunConditions.from_json({"data": ["a"]}).data is None
 

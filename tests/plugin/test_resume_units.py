@@ -185,6 +185,9 @@ def test_the_store_is_opened_in_the_output_path_with_the_models_arguments_world_
     assert opened == [("out/cache", {"model": "qwen", "model_args": "pretrained=/w", "task_dict": {"t": "task"},
                                      "world_size": 4, "global_rank": 3})]  # fmt: skip
     assert run.notes.answers == "out/cache"
+    assert capsys.readouterr().err == ""  # data parallel: rank 0 says it, once for the run
+    monkeypatch.setenv("RANK", "0")
+    resume.keep_answers(_bound(), run)
     assert capsys.readouterr().err == (
         "lmms-spatial: answers are kept in out/cache as they come (switch off with LMMS_SPATIAL_RESUME=0); the same "
         "command run again asks the model only for the missing ones\n"
