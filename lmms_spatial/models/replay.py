@@ -197,33 +197,58 @@ def check_one_model(spec: str, runs: list[LoggedRun], given: str = REPLAY_GIVEN,
     )
 
 
-def sources(spec: str, keep: Callable[[str], bool] | None = None, given: str = REPLAY_GIVEN,
-            fix: str = REPLAY_FIX) -> dict[str, LoggedRun]:  # fmt: skip
-    """{task: the run whose answers a replay of ``spec`` gives}: the newest run holding the task, once every run
-    found is of one model with the same settings (:func:`check_one_model`). ``keep``: the tasks wanted (a run
-    holding none of them is not read, nor compared with the others)."""
+def task_runs(spec: str, keep: Callable[[str], bool] | None = None, given: str = REPLAY_GIVEN,
+              fix: str = REPLAY_FIX) -> dict[str, list[LoggedRun]]:  # fmt: skip
+    """{task: the runs whose answers a replay of ``spec`` gives, newest first}, once every run found is of one model
+    with the same settings (:func:`check_one_model`). A task in several runs: the newest, and each older run whose
+    documents none of the newer ones holds (the shards of one run split with ``--offset``/``--limit``, e.g. a job
+    array: docs/running.md); an older run answering documents a newer one holds again is left out, and said.
+    ``keep``: the tasks wanted (a run holding none of them is not read, nor compared with the others)."""
     runs = find_runs(spec)
     if keep is not None:
         for run in runs:
             run.tasks = {task: path for task, path in run.tasks.items() if keep(task)}
         runs = [run for run in runs if run.tasks]
     check_one_model(spec, runs, given, fix)
-    chosen: dict[str, LoggedRun] = {}
-    for run in runs:  # oldest first: a newer run of the same model and settings wins
-        for task in run.tasks:
-            if task in chosen:
-                logger.warning(
-                    f"replay: task {task} is in {chosen[task].name} and {run.name} (same model and settings); "
-                    f"using the newest, {run.tasks[task]}"
-                )
-            chosen[task] = run
+    chosen: dict[str, list[LoggedRun]] = {}
+    held: dict[str, set[int]] = {}
+    for run in reversed(runs):  # newest first: a newer run of the same model and settings wins
+        for task, path in run.tasks.items():
+            if task not in chosen:
+                chosen[task] = [run]
+                held[task] = _doc_ids(path) if len([r for r in runs if task in r.tasks]) > 1 else set()
+                continue
+            ids = _doc_ids(path)
+            if ids & held[task]:
+                logger.warning(f"replay: task {task} is in {run.name} and {chosen[task][0].name} (same model and "
+                               f"settings); using the newest, {chosen[task][0].tasks[task]}")  # fmt: skip
+                continue
+            chosen[task].append(run)
+            held[task] |= ids
     return chosen
 
 
-def find_samples_files(spec: str) -> dict[str, Path]:
-    """{task: its samples file}, the newest run's, for every samples file under the given paths; samples of
-    runs of different models or settings are refused (:class:`MixedRunsError`)."""
-    return {task: run.tasks[task] for task, run in sources(spec).items()}
+def sources(spec: str, keep: Callable[[str], bool] | None = None, given: str = REPLAY_GIVEN,
+            fix: str = REPLAY_FIX) -> dict[str, LoggedRun]:  # fmt: skip
+    """{task: the newest run whose answers a replay of ``spec`` gives} (:func:`task_runs`)."""
+    return {task: runs[0] for task, runs in task_runs(spec, keep, given, fix).items()}
+
+
+def _doc_ids(path: Path) -> set[int]:
+    ids = set()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                ids.add(int(json.loads(line)["doc_id"]))
+            except (ValueError, KeyError, TypeError):
+                continue  # load_samples names a line that is no sample
+    return ids
+
+
+def find_samples_files(spec: str) -> dict[str, list[Path]]:
+    """{task: its samples files} for every samples file under the given paths (:func:`task_runs`); samples of runs
+    of different models or settings are refused (:class:`MixedRunsError`)."""
+    return {task: [run.tasks[task] for run in runs] for task, runs in task_runs(spec).items()}
 
 
 @dataclass
@@ -236,39 +261,48 @@ class LoggedSamples:
     run_options: dict[str, dict[str, str]] = field(default_factory=dict)  # {task: options its records carry}
 
 
-def load_samples(files: dict[str, Path]) -> LoggedSamples:
+def load_samples(files: dict[str, Path | list[Path]]) -> LoggedSamples:
+    """The answers of ``files`` ({task: a samples file, or the files of its shards})."""
     logged = LoggedSamples()
-    for task, path in files.items():
+    for task, paths in files.items():
         options_seen: dict[str, list] = {}
-        with open(path, encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    sample = json.loads(line)
-                    doc_id = int(sample["doc_id"])
-                except (ValueError, KeyError) as exc:
-                    raise SamplesError(f"replay: {path}:{line_no}: not an lmms-eval sample ({exc})") from exc
-                text = _first_text(sample["resps"]) if "resps" in sample else None
-                if text is None:
-                    text = _first_text(sample.get("filtered_resps"))
-                if text is None:
-                    raise SamplesError(f"replay: {path}:{line_no}: no text response for doc_id {doc_id}")
-                logged.responses[(task, doc_id)] = text
-                if isinstance(sample.get("input"), str):
-                    logged.prompts[(task, doc_id)] = sample["input"]
-                for value in sample.values():  # stage outputs (e.g. OSR maps) logged with the score
-                    stages.restore_from_record(value)
-                    if isinstance(value, dict) and value.get("id") is not None:
-                        logged.doc_keys.setdefault((task, doc_id), str(value["id"]))
-                    if isinstance(value, dict) and (options := run_options.from_record(value)) is not None:
-                        options_seen.setdefault(run_options.describe(options), [options, line_no])
+        for path in [paths] if isinstance(paths, (str, Path)) else paths:
+            _read_samples(task, Path(path), logged, options_seen)
         if len(options_seen) > 1:
-            shown = "; ".join(f"{k} (line {v[1]})" for k, v in options_seen.items())
-            raise run_options.RunOptionsConflict(f"replay: {path} mixes run options: {shown}")
+            one = len({str(path) for _, path, _ in options_seen.values()}) == 1
+            shown = "; ".join(f"{k} ({'' if one else f'{path.name} '}line {line})"
+                              for k, (_, path, line) in options_seen.items())  # fmt: skip
+            where = next(iter(options_seen.values()))[1] if one else f"the samples of {task}"
+            raise run_options.RunOptionsConflict(f"replay: {where} mixes run options: {shown}")
         if options_seen:
             logged.run_options[task] = next(iter(options_seen.values()))[0]
     return logged
+
+
+def _read_samples(task: str, path: Path, logged: LoggedSamples, options_seen: dict[str, list]) -> None:
+    with open(path, encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                sample = json.loads(line)
+                doc_id = int(sample["doc_id"])
+            except (ValueError, KeyError) as exc:
+                raise SamplesError(f"replay: {path}:{line_no}: not an lmms-eval sample ({exc})") from exc
+            text = _first_text(sample["resps"]) if "resps" in sample else None
+            if text is None:
+                text = _first_text(sample.get("filtered_resps"))
+            if text is None:
+                raise SamplesError(f"replay: {path}:{line_no}: no text response for doc_id {doc_id}")
+            logged.responses[(task, doc_id)] = text
+            if isinstance(sample.get("input"), str):
+                logged.prompts[(task, doc_id)] = sample["input"]
+            for value in sample.values():  # stage outputs (e.g. OSR maps) logged with the score
+                stages.restore_from_record(value)
+                if isinstance(value, dict) and value.get("id") is not None:
+                    logged.doc_keys.setdefault((task, doc_id), str(value["id"]))
+                if isinstance(value, dict) and (options := run_options.from_record(value)) is not None:
+                    options_seen.setdefault(run_options.describe(options), [options, path, line_no])
 
 
 def load_responses(files: dict[str, Path]) -> dict[tuple[str, int], str]:

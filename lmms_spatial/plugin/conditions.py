@@ -125,20 +125,23 @@ def sampling_seed(config: Mapping[str, Any], generation: Mapping[str, Mapping[st
         return None
 
 
-def replayed_runs(args: Any) -> dict[str, tuple[str, str]]:
-    """{task: (label, results file) of the run whose samples ``--model replay`` answers it from}, for the tasks
-    whose run has its results file beside its samples; {} otherwise (replay itself refuses runs of different
-    models or settings: :func:`lmms_spatial.models.replay.check_one_model`)."""
-    from lmms_spatial.models.replay import sources
+def replayed_runs(args: Any, shards: bool = False) -> dict[str, tuple[str, str]]:
+    """{task: (label, results file) of the newest run whose samples ``--model replay`` answers it from}, for the
+    tasks whose run has its results file beside its samples, and (unless ``shards``) whose answers all come from that
+    run; {} otherwise (replay itself refuses runs of different models or settings:
+    :func:`lmms_spatial.models.replay.check_one_model`)."""
+    from lmms_spatial.models.replay import task_runs
 
     spec = parse_model_args(args).get("samples")
     if not spec:
         return {}
     try:
-        found = sources(spec)
+        found = task_runs(spec)
     except (OSError, ValueError):
         return {}
-    return {task: (run.label, str(run.results)) for task, run in found.items() if run.results is not None}
+    # a task answered from the shards of a run split over several jobs has no one results file
+    return {task: (runs[0].label, str(runs[0].results)) for task, runs in found.items()
+            if (shards or len(runs) == 1) and runs[0].results is not None}  # fmt: skip
 
 
 def model_entry(config: Mapping[str, Any], tasks: Any = None) -> ModelRecord:
@@ -146,11 +149,12 @@ def model_entry(config: Mapping[str, Any], tasks: Any = None) -> ModelRecord:
     name, args = config.get("model"), config.get("model_args")
     entry = ModelRecord(model_label(name, args), name, args, _model_seed(args))
     if name == "replay":
-        runs = replayed_runs(args)
-        found = {run for task, run in runs.items() if tasks is None or task in tasks}
+        runs = replayed_runs(args, shards=True)
+        wanted = {task for task in runs if tasks is None or task in tasks}
+        found = {runs[task] for task in wanted}
         if len({label for label, _ in found}) == 1:  # one model with the same settings (replay refuses a mixture)
             entry.label = next(iter(found))[0]
-        if len(found) == 1:  # every task's answers come from one run
+        if len(found) == 1 and wanted <= set(replayed_runs(args)):  # every answer from one run (no shards)
             entry.replayed_from = next(iter(found))[1]
     return entry
 

@@ -54,6 +54,27 @@ def test_of_two_runs_of_one_model_with_the_same_settings_the_newest_answers_a_ta
     assert load_responses(find_samples_files(str(tmp_path))) == {("t", 0): "new"}
 
 
+def test_the_shards_of_one_run_are_joined_and_a_document_answered_twice_is_the_newest_runs(tmp_path):
+    """A run split with --offset/--limit over a job array: each shard answers its own documents; a later run that
+    answers some of them again (a shard re-run) wins for those, and an older shard holding any of them is left out."""
+    for shard in ("a", "b"):
+        (tmp_path / shard).mkdir()
+    _write(tmp_path / "a" / "20260101_000000_samples_t.jsonl", [{"doc_id": 0, "resps": ["A0"]},
+                                                               {"doc_id": 1, "resps": ["A1"]}])  # fmt: skip
+    _write(tmp_path / "b" / "20260101_000100_samples_t.jsonl", [{"doc_id": 2, "resps": ["B2"]}])
+    _results(tmp_path / "a", "20260101_000000")
+    _results(tmp_path / "b", "20260101_000100")
+    files = find_samples_files(str(tmp_path))
+    assert files == {"t": [tmp_path / "b" / "20260101_000100_samples_t.jsonl",
+                           tmp_path / "a" / "20260101_000000_samples_t.jsonl"]}  # fmt: skip
+    assert load_responses(files) == {("t", 0): "A0", ("t", 1): "A1", ("t", 2): "B2"}
+    # shard a again, later, for document 1 only: the first shard a overlaps it and is left out (newest wins)
+    (tmp_path / "c").mkdir()
+    _write(tmp_path / "c" / "20260101_000200_samples_t.jsonl", [{"doc_id": 1, "resps": ["C1"]}])
+    _results(tmp_path / "c", "20260101_000200")
+    assert load_responses(find_samples_files(str(tmp_path))) == {("t", 1): "C1", ("t", 2): "B2"}
+
+
 def test_runs_of_different_models_or_seeds_in_one_folder_are_refused_naming_each_run_and_how_to_pick_one(tmp_path):
     from lmms_spatial.models.replay import MixedRunsError
     from lmms_spatial.plugin.failures import RunRefused
