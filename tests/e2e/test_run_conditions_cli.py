@@ -75,7 +75,7 @@ def test_every_result_says_what_produced_it(unreadable_judge_run, fixture_datase
     conditions = unreadable_judge_run.results["lmms_spatial"]
     assert conditions["schema"] == 1 and conditions["lmms_spatial_version"]
     assert conditions["model"] == {"label": "random_choice", "name": "random_choice", "args": "seed=4", "seed": 4,
-                                   "fingerprint": None}  # fmt: skip
+                                   "sampling_seed": None, "fingerprint": None}  # fmt: skip
     task = conditions["tasks"]["osr_qa_standard_vanilla"]
     assert (task["documents"], task["of"], task["limit"], task["seed"]) == (3, 8, 3, 4)  # 3 of the demo's 8
     assert task["judge"] is None and task["map_source"] is None and task["run_options"] == {}
