@@ -235,13 +235,14 @@ def sources(spec: str, keep: Callable[[str], bool] | None = None, given: str = R
 
 
 def _doc_ids(path: Path) -> set[int]:
+    """The documents a samples file answers (a line that is no sample is named by :func:`load_samples`)."""
     ids = set()
-    with open(path, encoding="utf-8", errors="replace") as fh:
+    with open(path, encoding="utf-8") as fh:
         for line in fh:
             try:
                 ids.add(int(json.loads(line)["doc_id"]))
             except (ValueError, KeyError, TypeError):
-                continue  # load_samples names a line that is no sample
+                continue
     return ids
 
 
@@ -272,8 +273,8 @@ def load_samples(files: dict[str, Path | list[Path]]) -> LoggedSamples:
             one = len({str(path) for _, path, _ in options_seen.values()}) == 1
             shown = "; ".join(f"{k} ({'' if one else f'{path.name} '}line {line})"
                               for k, (_, path, line) in options_seen.items())  # fmt: skip
-            where = next(iter(options_seen.values()))[1] if one else f"the samples of {task}"
-            raise run_options.RunOptionsConflict(f"replay: {where} mixes run options: {shown}")
+            where = f"{next(iter(options_seen.values()))[1]} mixes" if one else f"the samples of {task} mix"
+            raise run_options.RunOptionsConflict(f"replay: {where} run options: {shown}")
         if options_seen:
             logged.run_options[task] = next(iter(options_seen.values()))[0]
     return logged

@@ -15,6 +15,7 @@ system have. ``--model random_choice`` (its guess depends only on seed, task and
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.slow
 
 LIMIT = 8
 TASK = "mmsi_vanilla"
+TIMEOUT = int(os.environ.get("MANY_MACHINES_TIMEOUT", "600"))  # seconds for both machines
 
 
 def _launch_two_machines(env: dict[str, str], root: Path, port: int) -> list[subprocess.CompletedProcess]:
@@ -42,14 +44,22 @@ def _launch_two_machines(env: dict[str, str], root: Path, port: int) -> list[sub
                                       cwd=root / folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))  # fmt: skip
     done = []
-    for proc in procs:
-        stdout, stderr = proc.communicate(timeout=600)
-        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr))
+    try:
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=TIMEOUT)
+            done.append(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr))
+    except subprocess.TimeoutExpired:
+        for proc in procs:
+            proc.kill()
+        tails = [f"machine {rank}:\n{proc.communicate()[1][-3000:]}" for rank, proc in enumerate(procs)]
+        pytest.fail(f"the two machines did not finish in {TIMEOUT} s:\n" + "\n".join(tails))
     return done
 
 
-def _newest(out: Path) -> tuple[dict, list[dict]]:
-    results = sorted(out.glob("*_results.json"))[-1]
+def _newest(out: Path, procs: list[subprocess.CompletedProcess]) -> tuple[dict, list[dict]]:
+    found = sorted(out.glob("*_results.json"))
+    assert found, "no results on the main machine:\n" + "\n".join(p.stderr[-3000:] for p in procs)
+    results = found[-1]
     stamp = results.name[: -len("_results.json")]
     lines = (out / f"{stamp}_samples_{TASK}.jsonl").read_text().splitlines()
     return json.loads(results.read_text()), sorted((json.loads(x) for x in lines), key=lambda s: s["doc_id"])
@@ -60,9 +70,9 @@ def runs(offline_env, lmms_eval_into, tmp_path_factory):
     root = tmp_path_factory.mktemp("two_machines")
     one = lmms_eval_into(root / "one", "--model", "random_choice", "--tasks", TASK, "--limit", str(LIMIT))
     first = _launch_two_machines(offline_env, root, 29581)
-    first_results = _newest(root / "A" / "out")
+    first_results = _newest(root / "A" / "out", first)
     again = _launch_two_machines(offline_env, root, 29582)
-    return root, one, (first, first_results), (again, _newest(root / "A" / "out"))
+    return root, one, (first, first_results), (again, _newest(root / "A" / "out", again))
 
 
 def test_the_first_run_gives_the_one_process_results_and_counts_every_ranks_answers(runs):

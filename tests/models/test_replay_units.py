@@ -112,6 +112,36 @@ def test_a_samples_file_mixing_run_options_is_refused_naming_each_and_its_first_
     )
 
 
+def test_shards_mixing_run_options_are_refused_naming_each_file_and_line(tmp_path):
+    def rows(seed):
+        return [{"doc_id": 0, "resps": ["A"], "accuracy": {"run_options": {"LMMS_SPATIAL_DORI_SEED": seed}}}]
+
+    first = Path(_write(tmp_path / "20260101_000000_samples_dori_x.jsonl", rows("42")))
+    second = Path(_write(tmp_path / "20260101_000100_samples_dori_x.jsonl", rows("7")))
+    with pytest.raises(RunOptionsConflict) as raised:
+        load_samples({"dori_x": [first, second]})
+    assert str(raised.value) == (
+        f"replay: the samples of dori_x mix run options: LMMS_SPATIAL_DORI_SEED=42 ({first.name} line 1); "
+        f"LMMS_SPATIAL_DORI_SEED=7 ({second.name} line 1)"
+    )
+
+
+def test_a_run_left_out_of_one_task_for_answering_its_documents_again_still_answers_its_other_tasks(tmp_path):
+    from lmms_spatial.models.replay import task_runs
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder in (old, new):
+        folder.mkdir()
+    _write(old / "20260101_000000_samples_a_task.jsonl", [{"doc_id": 0, "resps": ["old"]}])
+    _write(old / "20260101_000000_samples_b_task.jsonl", [{"doc_id": 0, "resps": ["only old"]}])
+    _write(new / "20260102_000000_samples_a_task.jsonl", [{"doc_id": 0, "resps": ["new"]}])
+    for folder, stamp in ((old, "20260101_000000"), (new, "20260102_000000")):
+        (folder / f"{stamp}_results.json").write_text(json.dumps({"config": {"model": "m", "model_args": "x=1"}}))
+    found = task_runs(str(tmp_path))
+    assert {task: [r.folder.name for r in runs] for task, runs in found.items()} == {"a_task": ["new"],
+                                                                                     "b_task": ["old"]}  # fmt: skip
+
+
 # --- which run a folder holds, and what tells two runs apart ------------------------------------------------------
 
 

@@ -1257,6 +1257,22 @@ def test_the_answers_the_store_will_serve_are_counted_per_task_with_the_time_eac
 
 
 @needs_create
+def test_a_request_evening_out_the_ranks_is_neither_asked_nor_served(tmp_path, monkeypatch):
+    """Data parallel: lmms-eval pads a rank with fewer requests with copies of its last one (never scored)."""
+    monkeypatch.setattr(run_state.STATE, "runs", [])
+    store = _real_store(tmp_path)
+    try:
+        store.execute(_Echo(), "generate_until", [_request(0)])
+        pad = _request(0)
+        pad.metadata = {**(pad.metadata or {}), resume.PADDING: True}
+        resume.count_served(store, "generate_until", [_request(0), pad, _request(1, task="u")])
+        assert store._lmms_spatial_asked == {"t": 1, "u": 1}  # the pad of t/0 is neither asked
+        assert len(store._lmms_spatial_served["t"]) == 1  # nor served
+    finally:
+        store.close()
+
+
+@needs_create
 def test_a_request_keyed_under_another_task_fingerprint_or_model_is_not_counted(tmp_path, monkeypatch):
     monkeypatch.setattr(run_state.STATE, "runs", [])
     store = _real_store(tmp_path)
@@ -1407,3 +1423,97 @@ def test_the_summary_of_a_store_without_a_model_hash_names_runs_that_recorded_no
     cache = types.SimpleNamespace(db=db, _lmms_spatial_served={"t": [5]}, _lmms_spatial_asked={"t": 1})
     assert resume.served_summary(cache)["from"] == [{"run": "the run of 1970-01-01 00:00:01 UTC (run id a)",
                                                      "answers": 1}]  # fmt: skip
+
+
+def _fake_response_cache_module():
+    """What patch_response_cache patches, as lmms-eval 0.7.3's caching.response_cache has it."""
+    from lmms_eval.caching import response_cache as rc
+
+    module = types.ModuleType("fake_response_cache")
+
+    class ResponseCache:
+        def execute(self, lm, reqtype, requests):
+            return []
+
+        def _store(self, cache_key, request_type, task_name, doc_id, idx, gen_kwargs, response):
+            return None
+
+        def _log_to_audit(self, request_type, task_name, doc_id, idx, gen_kwargs, response, *, cache_key=""):
+            return None
+
+        def _lookup(self, cache_key):
+            return None
+
+        @classmethod
+        def create(cls, cache_root, **kwargs):
+            return cls()
+
+        def finalize(self, *, success, dist_backend="accelerate", accelerator=None):
+            return "finalized"
+
+    @contextlib.contextmanager
+    def _merge_lock(lock_dir, timeout_seconds=60, poll_interval_seconds=1.0):
+        yield
+
+    module.ResponseCache = ResponseCache
+    module.extract_gen_kwargs = getattr(rc.extract_gen_kwargs, "__wrapped__", rc.extract_gen_kwargs)
+    module.is_deterministic = getattr(rc.is_deterministic, "__wrapped__", rc.is_deterministic)
+    module.CACHE_RELEVANT_KEYS = frozenset({"temperature", "do_sample"})
+    module._resolve_cache_run_id = lambda world_size: "none"
+    module._merge_lock = _merge_lock
+    return module
+
+
+def test_the_response_cache_is_patched_once_each_function_by_one_wrapper(monkeypatch):
+    from lmms_spatial.plugin import sampling
+
+    module = _fake_response_cache_module()
+    originals = {name: getattr(module, name) for name in ("extract_gen_kwargs", "is_deterministic",
+                                                            "_resolve_cache_run_id")}  # fmt: skip
+    finalize = module.ResponseCache.finalize
+    resume.patch_response_cache(module)
+    patched = {name: getattr(module, name) for name in originals}
+    for name, function in patched.items():
+        assert function is not originals[name] and function._lmms_spatial and function.__wrapped__ is originals[name]
+    assert module.ResponseCache.finalize._lmms_spatial and module.ResponseCache.finalize.__wrapped__ is finalize
+    # sampled answers: their key holds the seed and draw, they are kept, and the key canonicalises with it
+    assert module.CACHE_RELEVANT_KEYS == frozenset({"temperature", "do_sample", sampling.KEY})
+    monkeypatch.setattr(sampling, "_seed", lambda: "torch=3")
+    sampled = types.SimpleNamespace(args=("q", {"do_sample": True}), request_type="generate_until", metadata={})
+    kept = module.extract_gen_kwargs(sampled)
+    assert kept == {"do_sample": True, sampling.KEY: {"seed": "torch=3", "draw": 0}}
+    assert module.is_deterministic("generate_until", kept) and not module.is_deterministic("generate_until",
+                                                                                          {"do_sample": True})
+    assert module._resolve_cache_run_id(1) == "none"  # one process: lmms-eval's own id
+    # patched again (lmms-eval imported twice, a test's reload): nothing is wrapped twice
+    again = {name: getattr(module, name) for name in ("extract_gen_kwargs", "is_deterministic",
+                                                        "_resolve_cache_run_id", "CACHE_RELEVANT_KEYS")}  # fmt: skip
+    wrapped_finalize, lock = module.ResponseCache.finalize, module._merge_lock
+    resume.patch_response_cache(module)
+    assert all(getattr(module, name) is value for name, value in again.items())
+    assert module.ResponseCache.finalize is wrapped_finalize and module._merge_lock is lock
+
+
+def test_a_finalize_outside_a_run_of_ours_or_of_a_failed_run_sends_nothing_to_the_main_rank(monkeypatch):
+    from lmms_spatial.plugin import ranks
+
+    sent = []
+    monkeypatch.setattr(ranks, "send_to_main", sent.append)
+    module = _fake_response_cache_module()
+    resume.patch_response_cache(module)
+    cache = module.ResponseCache()
+    monkeypatch.setattr(run_state.STATE, "runs", [])
+    assert cache.finalize(success=True) == "finalized" and sent == []
+    monkeypatch.setattr(run_state.STATE, "runs", [Run(["t"])])
+    assert cache.finalize(success=False) == "finalized" and sent == []
+    assert cache.finalize(success=True) == "finalized" and sent == [cache]
+
+
+def test_the_backend_is_the_calls_else_accelerate(monkeypatch):
+    monkeypatch.setattr(run_state.STATE, "calls", [])
+    assert resume._backend() == "accelerate"
+    monkeypatch.setattr(run_state.STATE, "calls", [Call({"distributed_executor_backend": "torchrun"})])
+    assert resume._backend() == "torchrun"
+    monkeypatch.setattr(run_state.STATE, "calls", [Call({"distributed_executor_backend": None})])
+    assert resume._backend() == "accelerate"
+

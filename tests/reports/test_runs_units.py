@@ -83,6 +83,17 @@ def test_derived_conditions_read_model_seed_random_seed_and_documents():
     assert c.seeds([TASK]) == ("5", "9", ("",), ("",))
 
 
+def test_recorded_seeds_are_those_that_reached_the_answers_and_an_older_records_are_read_as_before():
+    data = results("pretrained=org/m", random_seed=9)
+    data["lmms_spatial"] = {"schema": 1, "model": {"label": "m", "name": "hf", "args": "pretrained=org/m",
+                                                  "seed": None, "sampling_seed": 1234}}  # fmt: skip
+    assert (derive_conditions(data, {}).seed, derive_conditions(data, {}).random_seed) == (None, "1234")
+    data["lmms_spatial"]["model"]["sampling_seed"] = None  # greedy: --seed 9 reached nothing
+    assert derive_conditions(data, {}).random_seed is None
+    del data["lmms_spatial"]["model"]["sampling_seed"]  # written before sampling_seed: --seed, as it was read
+    assert derive_conditions(data, {}).random_seed == "9"
+
+
 # --- pooling ------------------------------------------------------------------------------------------------
 
 

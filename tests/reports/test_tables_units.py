@@ -420,6 +420,21 @@ def test_runs_pool_as_seeds_only_with_other_seeds_and_a_twin_counts_once():
                      "counted once"]  # fmt: skip
 
 
+def test_runs_recorded_with_other_seeds_and_the_same_numbers_pool_and_the_notes_say_it():
+    a = run("a", {"t": {"acc": 0.5}}, seed="0")
+    b = run("b", {"t": {"acc": 0.5}}, seed="7")  # another seed, the same numbers: a seed that reached nothing?
+    c = run("c", {"t": {"acc": 0.75}}, seed="8")
+    groups, notes = group_runs([a, b, c], {"t"})
+    assert groups == [[a, b, c]]
+    assert notes == ["/runs/b/x_results.json and /runs/a/x_results.json were recorded with different seeds "
+                     "(seed=7; seed=0) and hold the same results for this table: the seed may not have reached the "
+                     "model"]  # fmt: skip
+    # the numbers of another table's tasks do not count: only this table's
+    d = run("d", {"t": {"acc": 0.25}, "u": {"acc": 0.5}}, seed="9")
+    e = run("e", {"t": {"acc": 0.25}, "u": {"acc": 0.75}}, seed="10")
+    assert group_runs([d, e], {"t"})[1] != [] and group_runs([d, e], {"t", "u"})[1] == []
+
+
 def test_tasks_without_documents_are_those_of_the_table_any_run_of_the_row_had_none_of():
     a = run("a", {}, tasks={"t": TaskConditions(0, 0, empty=True), "z": TaskConditions(0, 0, empty=True)})
     b = run("b", {}, tasks={"u": TaskConditions(0, 0, empty=True), "t": TaskConditions(0, 0, empty=True)})
