@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,15 +24,24 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# one worker runs both tests (the module's runs are made once, not once per xdist worker at the same time)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("many_machines")]
 
 LIMIT = 8
 TASK = "mmsi_vanilla"
 TIMEOUT = int(os.environ.get("MANY_MACHINES_TIMEOUT", "600"))  # seconds for both machines
 
 
-def _launch_two_machines(env: dict[str, str], root: Path, port: int) -> list[subprocess.CompletedProcess]:
+def _free_port() -> int:
+    """A port no process listens on now: the main machine's rendezvous (a fixed one collides with any other run)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _launch_two_machines(env: dict[str, str], root: Path) -> list[subprocess.CompletedProcess]:
     """Both "machines" at once (each waits for the other at the rendezvous); their outputs in root/A, root/B."""
+    port = _free_port()
     procs = []
     for rank, folder in enumerate(("A", "B")):
         (root / folder).mkdir(exist_ok=True)
@@ -69,9 +79,9 @@ def _newest(out: Path, procs: list[subprocess.CompletedProcess]) -> tuple[dict, 
 def runs(offline_env, lmms_eval_into, tmp_path_factory):
     root = tmp_path_factory.mktemp("two_machines")
     one = lmms_eval_into(root / "one", "--model", "random_choice", "--tasks", TASK, "--limit", str(LIMIT))
-    first = _launch_two_machines(offline_env, root, 29581)
+    first = _launch_two_machines(offline_env, root)
     first_results = _newest(root / "A" / "out", first)
-    again = _launch_two_machines(offline_env, root, 29582)
+    again = _launch_two_machines(offline_env, root)
     return root, one, (first, first_results), (again, _newest(root / "A" / "out", again))
 
 

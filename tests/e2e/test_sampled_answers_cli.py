@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sampled_answers")]  # the three runs are made once
 
 LIMIT = 3
 SAMPLED = ["--model", "random_choice", "--tasks", "mmsi_vanilla", "--limit", str(LIMIT),

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("sharded_jobs")]  # the shards are made once
 
 TASK = ["--tasks", "mmsi_vanilla"]
 

@@ -17,7 +17,7 @@ import shutil
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("store_weights")]  # the three runs are made once
 
 LIMIT = 2  # MMSI fixture documents: 2 requests per run
 MODEL_ARGS = "device=cpu,device_map=cpu,min_pixels=3136,max_pixels=12544"  # as tests/e2e/test_tiny_qwen.py
