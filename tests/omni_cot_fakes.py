@@ -52,6 +52,13 @@ class ScriptedChat(lmms):
         self.transcript: list[dict] = []
         self.n_calls = 0
 
+    @property
+    def device(self):
+        """Where lmms-eval gathers the ranks' request counts under data parallel (a real chat model has one)."""
+        import torch
+
+        return torch.device("cpu")
+
     def loglikelihood(self, requests):
         raise NotImplementedError
 
