@@ -1,3 +1,3 @@
 """Models of the test plugin, by lmms-eval name."""
 
-AVAILABLE_MODELS = {"slow_guess": "SlowGuess"}
+AVAILABLE_MODELS = {"slow_guess": "SlowGuess", "until_splitter": "UntilSplitter"}
