@@ -141,7 +141,7 @@ def test_gen_kwargs_and_each_tasks_generation_settings_in_effect_are_conditions(
                     "--limit", "2", "--gen_kwargs", "max_new_tokens=16")  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     conditions = run.results["lmms_spatial"]
-    protocol = {"do_sample": False, "max_new_tokens": 2048, "temperature": 0.0, "until": ["\n\n"]}
+    protocol = {"do_sample": False, "max_new_tokens": 2048, "temperature": 0.0, "until": []}  # the whole reply
     assert conditions["tasks"]["mmsi_cot"]["generation"] == {
         "protocol": protocol,
         "in_effect": {**protocol, "max_new_tokens": 16},
