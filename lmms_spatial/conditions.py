@@ -244,8 +244,8 @@ class ModelRecord:
     replayed_from: str | None = None  # --model replay, every answer from one run: that run's results file
     fingerprint: str | None = None  # the weights --model_args name (lmms_spatial.plugin.weights)
     # lmms-eval's torch seed (--seed), where it reached the answers: a local model that samples. None: it did not
-    # (greedy decoding, an API model, a model that draws from its own seed). Recorded since 2026-11-28 (the key's
-    # presence says so: an older record's seeds are what --seed said, reached or not)
+    # (greedy decoding, an API model, a model that draws from its own seed). A record without the key is older: its
+    # seeds are what --seed said, reached or not (seeds_recorded)
     sampling_seed: int | None = None
     seeds_recorded: bool = True  # False: read from a record older than sampling_seed
 

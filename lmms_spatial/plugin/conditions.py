@@ -125,11 +125,11 @@ def sampling_seed(config: Mapping[str, Any], generation: Mapping[str, Mapping[st
         return None
 
 
-def replayed_runs(args: Any, shards: bool = False) -> dict[str, tuple[str, str]]:
-    """{task: (label, results file) of the newest run whose samples ``--model replay`` answers it from}, for the
-    tasks whose run has its results file beside its samples, and (unless ``shards``) whose answers all come from that
-    run; {} otherwise (replay itself refuses runs of different models or settings:
-    :func:`lmms_spatial.models.replay.check_one_model`)."""
+def replayed_runs(args: Any) -> dict[str, tuple[str, str, bool]]:
+    """{task: (label, results file, whole) of the newest run whose samples ``--model replay`` answers it from}, for
+    the tasks whose run has its results file beside its samples; ``whole``: every answer of the task comes from that
+    run (not from the shards of a run split over several jobs, which have no one results file). {} otherwise (replay
+    itself refuses runs of different models or settings: :func:`lmms_spatial.models.replay.check_one_model`)."""
     from lmms_spatial.models.replay import task_runs
 
     spec = parse_model_args(args).get("samples")
@@ -139,22 +139,23 @@ def replayed_runs(args: Any, shards: bool = False) -> dict[str, tuple[str, str]]
         found = task_runs(spec)
     except (OSError, ValueError):
         return {}
-    # a task answered from the shards of a run split over several jobs has no one results file
-    return {task: (runs[0].label, str(runs[0].results)) for task, runs in found.items()
-            if (shards or len(runs) == 1) and runs[0].results is not None}  # fmt: skip
+    return {task: (runs[0].label, str(runs[0].results), len(runs) == 1) for task, runs in found.items()
+            if runs[0].results is not None}  # fmt: skip
 
 
-def model_entry(config: Mapping[str, Any], tasks: Any = None) -> ModelRecord:
-    """The ``model`` value; for a replay, of the runs that answered ``tasks`` (every task found when None)."""
+def model_entry(config: Mapping[str, Any], tasks: Any = None,
+                replayed: dict[str, tuple[str, str, bool]] | None = None) -> ModelRecord:  # fmt: skip
+    """The ``model`` value; for a replay, of the runs that answered ``tasks`` (every task found when None), as
+    :func:`replayed_runs` finds them (read here unless ``replayed`` gives them)."""
     name, args = config.get("model"), config.get("model_args")
     entry = ModelRecord(model_label(name, args), name, args, _model_seed(args))
     if name == "replay":
-        runs = replayed_runs(args, shards=True)
-        wanted = {task for task in runs if tasks is None or task in tasks}
-        found = {runs[task] for task in wanted}
+        runs = replayed_runs(args) if replayed is None else replayed
+        wanted = [runs[task] for task in runs if tasks is None or task in tasks]
+        found = {(label, results) for label, results, _ in wanted}
         if len({label for label, _ in found}) == 1:  # one model with the same settings (replay refuses a mixture)
             entry.label = next(iter(found))[0]
-        if len(found) == 1 and wanted <= set(replayed_runs(args)):  # every answer from one run (no shards)
+        if len(found) == 1 and all(whole for _, _, whole in wanted):  # every answer from one run (no shards)
             entry.replayed_from = next(iter(found))[1]
     return entry
 
@@ -255,14 +256,14 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, DeclaredTask], *, lm_d
     from lmms_spatial import __version__
 
     config = results.get("config") or {}
-    model = model_entry(config, tasks)
+    replayed = replayed_runs(config.get("model_args")) if config.get("model") == "replay" else {}
+    model = model_entry(config, tasks, replayed)
     limit = config.get("limit")
     if isinstance(limit, float) and limit.is_integer():  # lmms-eval keeps --limit 3 as 3.0
         limit = int(limit)
     counts = results.get("n-samples") or {}
     table = results.get("results") or {}
     samples = results.get("samples") or {}
-    replayed = replayed_runs(config.get("model_args")) if config.get("model") == "replay" else {}
     entries: dict[str, TaskRecord] = {}
     for name, info in sorted(tasks.items()):
         n = counts.get(name) or {}
@@ -279,7 +280,7 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, DeclaredTask], *, lm_d
             map_source=map_source(metrics, documents, lm_draws_maps) if info.map_stage else None,
             run_options=options if options is not None else dict(info.run_options or {}),
             seed=model.seed,
-            replayed_from=replayed[name][1] if name in replayed else None,
+            replayed_from=replayed[name][1] if name in replayed and replayed[name][2] else None,
         )
     for name in empty:
         entries[name] = TaskRecord(documents=0, of=0, limit=limit, run_options={}, seed=model.seed)

@@ -51,11 +51,6 @@ def _dist() -> Any | None:
     return dist
 
 
-def world_size() -> int:
-    dist = _dist()
-    return dist.get_world_size() if dist is not None else 1
-
-
 def rank() -> int:
     dist = _dist()
     return dist.get_rank() if dist is not None else 0

@@ -563,11 +563,6 @@ def refuse_cli_mistakes() -> None:
     refuse_broken_environment()
     try:
         check_data_parallel()
-    except failures.RunRefused as exc:
-        failures.add_line(f"lmms-spatial: {exc}")
-        _end_if_said_in_its_line(exc)
-        raise
-    try:
         check_seed(sys.argv[1:])
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
