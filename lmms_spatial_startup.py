@@ -35,6 +35,8 @@ PATCHES = {
     "lmms_eval.evaluator_utils": ("lmms_spatial.plugin.isolation:patch_task_output",),
     "lmms_eval.caching.response_cache": ("lmms_spatial.plugin.resume:patch_response_cache",),
     "lmms_eval.evaluator": ("lmms_spatial.plugin.run:patch_evaluator",),
+    "lmms_eval.loggers.wandb_logger": ("lmms_spatial.plugin.trackers:patch_wandb_samples",),
+    "lmms_eval.__main__": ("lmms_spatial.plugin.cli:patch_cli",),
 }
 
 

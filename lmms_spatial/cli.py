@@ -76,7 +76,10 @@ def format_results(results: dict) -> str:
     for task, metrics in sorted(results.get("results", {}).items()):
         values = {k.split(",")[0]: v for k, v in metrics.items() if "," in k and "_stderr" not in k}
         headline = [k for k in HEADLINES if k in values]
-        n = results.get("n-samples", {}).get(task, {}).get("effective", "")
+        from lmms_spatial.conditions import evaluated
+
+        counts = results.get("n-samples", {}).get(task, {})
+        n = evaluated(counts, (results.get("config") or {}).get("offset")) if counts else ""
         unparsed, chance = values.get("unparsed_rate", math.nan), values.get("chance_level", math.nan)
         for metric in headline or sorted(set(values) - set(COLUMNS)) or sorted(values):
             rows.append((task, metric, values[metric], unparsed, chance if _chance_applies(metric) else None, n))

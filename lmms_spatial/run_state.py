@@ -100,6 +100,9 @@ class RunState:
     runs: list[Run] = field(default_factory=list)  # the run of ours in progress
     evaluation: Evaluation | None = None
     documents_failed: list[Callable[[str, BaseException], None]] = field(default_factory=list)
+    # (results file, the command that pushes it) of a run asked to push to the Hub, once its results are written
+    written_for_hub: tuple[str, str] | None = None
+    push_failure_said: bool = False  # its push failed, and one line said so
 
 
 STATE = RunState()

@@ -141,6 +141,41 @@ def test_documents_count_against_the_splits_size_and_the_limit_is_kept_as_given(
     assert value["tasks"]["odi_bench_close_ocr"]["documents"] == value["tasks"]["odi_bench_close_ocr"]["of"] == 0
 
 
+@pytest.mark.parametrize(
+    ("offset", "limit_counts", "documents"),
+    [(0, {"original": 12, "effective": 3}, 3), (10, {"original": 12, "effective": 3}, 2),
+     (1, {"original": 12, "effective": 12}, 11), (9, {"original": 12, "effective": 3}, 3),
+     (20, {"original": 12, "effective": 12}, 0), (None, {"original": 12, "effective": 12}, 12),
+     (2, {"effective": 5}, 5)],  # fmt: skip
+)
+def test_documents_are_those_evaluated_after_the_offset(offset, limit_counts, documents):
+    results = _results(mmsi_vanilla={"accuracy,none": 0.5})
+    results["config"]["offset"], results["n-samples"]["mmsi_vanilla"] = offset, limit_counts
+    assert _build(results, {"mmsi_vanilla": MMSI})["tasks"]["mmsi_vanilla"]["documents"] == documents
+
+
+def test_each_of_our_tasks_config_names_the_data_the_run_read():
+    from lmms_spatial.conditions import DataRecord
+
+    hub = DataRecord("RunsenXu/MMSI-Bench", False, "abc123", "f1")
+    placeholder = {"dataset_path": "json", "dataset_kwargs": {"data_files": "placeholder.jsonl"}}
+    configs = {"mmsi_vanilla": {**placeholder, "metadata": {"version": 1.0}},
+               "osr_qa_standard_vanilla": {**placeholder}, "mme": {"dataset_path": "lmms-lab/MME"}}
+    results = {"configs": configs}
+    osr = DeclaredTask("osr_bench")
+    local = DataRecord("/d/osr", True)
+    data = {"mmsi": hub, "osr_bench/standard": local, "osr_bench/negative": local, "odi_bench": DataRecord("/d", True)}
+    conditions.name_data(results, {"mmsi_vanilla": MMSI, "osr_qa_standard_vanilla": osr}, data)
+    assert configs["mmsi_vanilla"] == {"dataset_path": "RunsenXu/MMSI-Bench", "dataset_kwargs": {"revision": "abc123"},
+                                       "metadata": {"version": 1.0, "data": {"mmsi": hub.to_json()}}}  # fmt: skip
+    osr_config = configs["osr_qa_standard_vanilla"]
+    assert osr_config["dataset_path"] == "/d/osr" and osr_config["dataset_kwargs"] == {}
+    assert sorted(osr_config["metadata"]["data"]) == ["osr_bench/negative", "osr_bench/standard"]
+    assert configs["mme"] == {"dataset_path": "lmms-lab/MME"}  # lmms-eval's own task: as it was
+    conditions.name_data(results, {"mmsi_vanilla": MMSI}, None)  # no data recorded: nothing to name
+    assert configs["mmsi_vanilla"]["dataset_path"] == "RunsenXu/MMSI-Bench"
+
+
 def test_lmms_evals_seed_is_recorded_only_where_it_reached_the_answers():
     """--seed's torch value reaches a local model's answers only when it samples; greedy answers, an API model's and
     a model that draws from its own seed= (random_choice: default 0) do not depend on it."""

@@ -72,6 +72,7 @@ from lmms_spatial.conditions import (  # noqa: F401  (the names the run's code a
     KEY,
     LABEL_ARGS,
     SCHEMA,
+    DataRecord,
     DeclaredTask,
     Generation,
     Judge,
@@ -81,6 +82,7 @@ from lmms_spatial.conditions import (  # noqa: F401  (the names the run's code a
     TaskRecord,
     benchmark_of,
     declare,
+    evaluated,
     model_label,
     parse_model_args,
     short_name,
@@ -267,7 +269,7 @@ def build(results: Mapping[str, Any], tasks: Mapping[str, DeclaredTask], *, lm_d
     entries: dict[str, TaskRecord] = {}
     for name, info in sorted(tasks.items()):
         n = counts.get(name) or {}
-        documents = int(n.get("effective", n.get("original", 0)) or 0)
+        documents = evaluated(n, config.get("offset"))
         metrics = table.get(name) or {}
         without_map = _count(metrics, "answers_without_map") or 0
         rubric = info.judge_rubric
@@ -328,6 +330,30 @@ def annotate(results: dict, conditions: RunConditions) -> None:
     for task, entry in conditions.tasks.items():
         if entry.map_source == "none" and isinstance(table.get(task), dict):
             table[task][NOT_SCORED_KEY] = NO_MAP
+
+
+def name_data(results: dict, tasks: Mapping[str, DeclaredTask], data: Mapping[str, DataRecord] | None) -> None:
+    """Each task of ours in ``results["configs"]`` (what ``--show_config`` prints and W&B logs as the task's config)
+    names the data the run read, in place of lmms-eval's placeholder (``dataset_path: json`` and our placeholder
+    file: our tasks load their documents themselves, :mod:`lmms_spatial.data`): ``dataset_path`` the Hub id or
+    local folder, ``dataset_kwargs`` the revision read, ``metadata.data`` each record as ``results["lmms_spatial"]``
+    holds it."""
+    configs = results.get("configs")
+    if not isinstance(configs, dict) or not data:
+        return
+    for task, declared_task in tasks.items():
+        config = configs.get(task)
+        prefix = f"{declared_task.benchmark}/"
+        records = {name: record for name, record in data.items()
+                   if name == declared_task.benchmark or name.startswith(prefix)}  # fmt: skip
+        if not isinstance(config, dict) or not records:
+            continue
+        sources = sorted({record.source for record in records.values()})
+        revisions = sorted({record.revision for record in records.values() if record.revision})
+        config["dataset_path"] = sources[0] if len(sources) == 1 else sources
+        config["dataset_kwargs"] = {"revision": revisions[0]} if len(revisions) == 1 else {}
+        metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+        config["metadata"] = {**metadata, "data": {name: record.to_json() for name, record in sorted(records.items())}}
 
 
 # --- the run's last lines -----------------------------------------------------------------------------

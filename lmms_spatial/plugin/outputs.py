@@ -155,6 +155,7 @@ def _save_results_aggregated(original):
         path = folder / f"{name}_results.json"
         if _results_ok(path):
             self._lmms_spatial_run["written"] = True
+            _pushed_or_said(self, path, caught.errors)
         else:
             _remove(path)  # empty or cut short: never left looking like a result
             _unwritten(self, "the results file", _reason(next(iter(caught.errors), None), "an empty file"))
@@ -162,6 +163,22 @@ def _save_results_aggregated(original):
 
     save_results_aggregated._lmms_spatial = True
     return save_results_aggregated
+
+
+def _pushed_or_said(tracker: Any, path: Path, errors: list[BaseException]) -> None:
+    """A run asked to push its results to the Hub: what was written is kept in the run's state (a failure later in
+    the push names it, :mod:`.cli`), and a push lmms-eval caught and logged as a warning ends the run with exit 1
+    naming the command that pushes the file."""
+    if not (getattr(tracker, "push_results_to_hub", False) or getattr(tracker, "push_samples_to_hub", False)):
+        return
+    from lmms_spatial import run_state
+    from lmms_spatial.plugin.cli import push_command, push_failed_line
+
+    written = (str(path), push_command(tracker, str(path)))
+    run_state.STATE.written_for_hub = written
+    if errors and getattr(tracker, "push_results_to_hub", False):
+        failures.add_line(push_failed_line(written, errors[-1]))
+        run_state.STATE.push_failure_said = True
 
 
 def _lines_written(path: Path) -> tuple[int, bool]:

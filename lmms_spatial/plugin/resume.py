@@ -89,8 +89,7 @@ def _output_path(arguments: dict, cli_args: Any) -> str | None:
 def default_dir(output_path: str | None) -> Path:
     if not output_path:
         return HOME_CACHE.expanduser()
-    path = Path(output_path).expanduser()
-    return (path.parent if path.suffix == ".json" else path) / "cache"
+    return Path(output_path).expanduser() / "cache"  # beside the results: lmms-eval makes out/x.json a folder too
 
 
 def _announce(run: Any, where: str, how: str) -> None:
@@ -115,8 +114,11 @@ def keep_answers(bound: Any, run: Any) -> Any:
     cli_args = run.cli_args if run.cli_args is not None else bound.arguments.get("cli_args")
     given = bound.arguments.get("response_cache")
     if given is not None:
-        where = arguments.get("use_cache") or getattr(cli_args, "use_cache", None) or getattr(given, "_cache_root", "")
-        _announce(run, str(where), "--use_cache")
+        asked = arguments.get("use_cache") or getattr(cli_args, "use_cache", None)
+        where = getattr(given, "_cache_root", None) or asked or ""  # the folder lmms-eval 0.7.1+ keeps it in
+        how = "--use_cache" if not asked or os.path.abspath(str(asked)) == os.path.abspath(str(where)) else \
+            f"--use_cache {asked}: lmms-eval keeps cache.db and runs/ in that file's folder"
+        _announce(run, str(where), how)
         return None
     model = arguments.get("model", getattr(cli_args, "model", None))
     if not enabled() or model is None or model in NOT_KEPT:

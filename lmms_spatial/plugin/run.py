@@ -216,6 +216,7 @@ def record_conditions(results: Any, run: Run) -> None:
             entry.requests_failed = failed.get(name, 0)
         results[conditions.KEY] = {**value.to_json(), **(results.get(conditions.KEY) or {})}
         conditions.annotate(results, value)
+        conditions.name_data(results, run.notes.tasks, run.call.data if run.call is not None else None)
         for line in conditions.notes(value, results.get("samples"), example=conditions.unparsed_example):
             failures.add_note(line)
         from lmms_spatial.judge.preflight import unjudged_line
@@ -345,8 +346,10 @@ def _evaluate_ours(original: Callable, bound: inspect.BoundArguments, lm: Any, r
         if cache is not None:
             resume.close_cache(cache, succeeded, bound, lm)
     set_aside_failed(results)
-    documents = {task: int((n or {}).get("effective", 0) or 0)
-                 for task, n in ((results or {}).get("n-samples") or {}).items()}  # fmt: skip
+    from lmms_spatial.conditions import evaluated
+
+    offset = bound.arguments.get("offset")
+    documents = {task: evaluated(n or {}, offset) for task, n in ((results or {}).get("n-samples") or {}).items()}
     failed_line = failed_requests.closing_line(lm, documents)
     if failed_line:
         failures.add_line(failed_line)

@@ -41,6 +41,7 @@ from lmms_spatial.conditions import (
     Generation,
     Judge,
     RunConditions,
+    evaluated,
     int_or_none,
     model_label,
     text_or_none,
@@ -443,7 +444,8 @@ def derive_conditions(data: dict[str, Any], lines: Mapping[str, list[dict[str, A
     tasks = {}
     for task in sorted(names):
         counts = n_samples.get(task) or {}
-        documents, of = int_or_none(counts.get("effective")), int_or_none(counts.get("original"))
+        documents = evaluated(counts, config.get("offset")) if counts.get("effective") is not None else None
+        of = int_or_none(counts.get("original"))
         task_lines = lines.get(task) or []
         judge = _judge_from_lines(task_lines) if task_lines else _judge_from_results(results.get(task, {}), documents)
         options = _options_from_lines(task_lines)

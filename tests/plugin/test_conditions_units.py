@@ -278,3 +278,16 @@ def test_without_declared_options_the_run_options_in_effect_for_the_benchmark_ar
     monkeypatch.setattr(run_options, "in_effect", lambda benchmark: {"benchmark": benchmark})
     assert TaskNeeds().run_options("dori") == {"benchmark": "dori"}
     assert c.declare("no_such_benchmark", object()).run_options == {"benchmark": "no_such_benchmark"}
+
+
+@pytest.mark.parametrize(
+    ("counts", "offset", "documents"),
+    [({"original": 12, "effective": 3}, 10, 2), ({"original": 12, "effective": 3}, 9, 3),
+     ({"original": 12, "effective": 12}, 1, 11), ({"original": 12, "effective": 12}, 12, 0),
+     ({"original": 12, "effective": 12}, 30, 0), ({"original": 12, "effective": 5}, 0, 5),
+     ({"original": 12, "effective": 5}, None, 5), ({"original": 12, "effective": 5}, -3, 5),
+     ({"original": 12, "effective": 5}, True, 5), ({"original": 12, "effective": 5}, "2", 5),
+     ({"effective": 5}, 2, 5), ({"original": 7}, 2, 5), ({}, 0, 0)],  # fmt: skip
+)
+def test_the_documents_evaluated_are_the_limit_or_the_split_after_the_offset(counts, offset, documents):
+    assert c.evaluated(counts, offset) == documents

@@ -91,10 +91,11 @@ def test_the_output_path_is_the_command_lines_then_the_trackers_then_none():
     assert resume._output_path({}, None) is None
 
 
-def test_the_default_folder_is_cache_beside_a_results_file_or_inside_a_folder_else_the_home_cache(monkeypatch):
+def test_the_default_folder_is_cache_inside_the_output_folder_else_the_home_cache(monkeypatch):
     monkeypatch.setenv("HOME", "/home/r")
     assert resume.default_dir("out/dori") == Path("out/dori/cache")
-    assert resume.default_dir("out/dori/results.json") == Path("out/dori/cache")  # a file: its folder
+    # lmms-eval makes out/dori/results.json a folder and writes the run's files into it: the store goes there too
+    assert resume.default_dir("out/dori/results.json") == Path("out/dori/results.json/cache")
     assert resume.default_dir("out/dori.v2") == Path("out/dori.v2/cache")  # a dotted folder is still a folder
     assert resume.default_dir("~/runs") == Path("/home/r/runs/cache")
     assert resume.default_dir(None) == Path("/home/r/.cache/lmms_spatial/answers")
@@ -123,26 +124,34 @@ def _run(arguments: dict | None, cli_args=None) -> Run:
     return Run(["t"], cli_args, call=call)
 
 
-def test_a_given_cache_is_announced_by_the_use_cache_argument_then_the_command_line_then_its_root(capsys):
-    given = types.SimpleNamespace(_cache_root="/root/of/cache")
-    run = _run({"use_cache": "/from/arguments"}, types.SimpleNamespace(use_cache="/from/cli"))
+def test_a_given_cache_is_announced_by_the_folder_lmms_eval_keeps_it_in_and_how_it_was_asked_for(capsys):
+    given = types.SimpleNamespace(_cache_root="/store")
+    run = _run({"use_cache": "/store"}, types.SimpleNamespace(use_cache="/from/cli"))
     assert resume.keep_answers(_bound(given), run) is None
-    assert run.notes.answers == "/from/arguments"
+    assert run.notes.answers == "/store"
     assert capsys.readouterr().err == (
-        "lmms-spatial: answers are kept in /from/arguments as they come (--use_cache); the same command run again "
+        "lmms-spatial: answers are kept in /store as they come (--use_cache); the same command run again "
         "asks the model only for the missing ones\n"
     )
-    run = _run({}, types.SimpleNamespace(use_cache="/from/cli"))
+    # --use_cache /store/legacy.db: lmms-eval 0.7.1+ keeps cache.db and runs/ in the file's folder, and says it there
+    run = _run({"use_cache": "/store/legacy.db"})
     resume.keep_answers(_bound(given), run)
+    assert run.notes.answers == "/store"
+    assert "kept in /store as they come (--use_cache /store/legacy.db: lmms-eval keeps cache.db and runs/ in that " \
+           "file's folder)" in capsys.readouterr().err  # fmt: skip
+    # a store that names no root (lmms-eval 0.7.0): the argument, from the call, else the command line it was given
+    rootless = object()
+    run = _run({}, types.SimpleNamespace(use_cache="/from/cli"))
+    resume.keep_answers(_bound(rootless), run)
     assert run.notes.answers == "/from/cli"
     run = _run(None)  # no call recorded: the cli_args evaluate was given
-    resume.keep_answers(_bound(given, cli_args=types.SimpleNamespace(use_cache="/from/bound")), run)
+    resume.keep_answers(_bound(rootless, cli_args=types.SimpleNamespace(use_cache="/from/bound")), run)
     assert run.notes.answers == "/from/bound"
     run = _run(None)
     resume.keep_answers(_bound(given, cli_args=types.SimpleNamespace()), run)
-    assert run.notes.answers == "/root/of/cache"
+    assert run.notes.answers == "/store"
     run = _run(None)
-    resume.keep_answers(_bound(object()), run)  # a store that names no root: nothing to name
+    resume.keep_answers(_bound(object()), run)  # a store that names no root, and no argument: nothing to name
     assert run.notes.answers == ""
 
 
@@ -182,15 +191,15 @@ def test_the_store_is_opened_in_the_output_path_with_the_models_arguments_world_
     run = _run({"model": "qwen", "model_args": "pretrained=/w"}, types.SimpleNamespace(output_path="out/a.json"))
     assert resume.keep_answers(bound, run) is cache
     assert bound.arguments["response_cache"] is cache
-    assert opened == [("out/cache", {"model": "qwen", "model_args": "pretrained=/w", "task_dict": {"t": "task"},
+    assert opened == [("out/a.json/cache", {"model": "qwen", "model_args": "pretrained=/w", "task_dict": {"t": "task"},
                                      "world_size": 4, "global_rank": 3})]  # fmt: skip
-    assert run.notes.answers == "out/cache"
+    assert run.notes.answers == "out/a.json/cache"
     assert capsys.readouterr().err == ""  # data parallel: rank 0 says it, once for the run
     monkeypatch.setenv("RANK", "0")
     resume.keep_answers(_bound(), run)
     assert capsys.readouterr().err == (
-        "lmms-spatial: answers are kept in out/cache as they come (switch off with LMMS_SPATIAL_RESUME=0); the same "
-        "command run again asks the model only for the missing ones\n"
+        "lmms-spatial: answers are kept in out/a.json/cache as they come (switch off with LMMS_SPATIAL_RESUME=0); "
+        "the same command run again asks the model only for the missing ones\n"
     )
 
 

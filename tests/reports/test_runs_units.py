@@ -83,6 +83,16 @@ def test_derived_conditions_read_model_seed_random_seed_and_documents():
     assert c.seeds([TASK]) == ("5", "9", ("",), ("",))
 
 
+def test_an_older_files_documents_are_those_evaluated_after_its_offset():
+    data = results("pretrained=org/m", documents=(3, 12))
+    data["config"]["offset"] = 10  # questions 10 and 11: lmms-eval's "effective" says 3
+    assert derive_conditions(data, {}).tasks[TASK] == TaskConditions(documents=2, of=12)
+    data["config"]["offset"] = 0
+    assert derive_conditions(data, {}).tasks[TASK] == TaskConditions(documents=3, of=12)
+    data["n-samples"][TASK] = {"original": 12}  # no effective count: not known
+    assert derive_conditions(data, {}).tasks[TASK].documents is None
+
+
 def test_recorded_seeds_are_those_that_reached_the_answers_and_an_older_records_are_read_as_before():
     data = results("pretrained=org/m", random_seed=9)
     data["lmms_spatial"] = {"schema": 1, "model": {"label": "m", "name": "hf", "args": "pretrained=org/m",
