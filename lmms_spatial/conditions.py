@@ -418,11 +418,10 @@ class DeclaredTask:
 def evaluated(counts: Mapping[str, Any], offset: Any) -> int:
     """The documents a run evaluated: lmms-eval's ``n-samples`` ``effective`` is ``--limit`` (or the split's size)
     whatever ``--offset``, which skips that many documents first (``--offset 1`` on a split of 12: 11, not 12)."""
-    documents = int(counts.get("effective", counts.get("original", 0)) or 0)
-    skipped = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else 0
-    if skipped and "original" in counts:
-        documents = min(documents, max(int(counts["original"] or 0) - skipped, 0))
-    return documents
+    documents = int(counts.get("effective", counts.get("original")) or 0)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset <= 0 or "original" not in counts:
+        return documents
+    return min(documents, max(int(counts["original"] or 0) - offset, 0))
 
 
 def benchmark_of(function: Any) -> str | None:

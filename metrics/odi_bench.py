@@ -23,7 +23,8 @@ Aggregates (what Tables 2 / 3 report):
   o3 62.62, ...) and the Random row's 26.93 (the mean of the 10 task scores gives 63.22 for o3
   and 29.10 for Random); recomputed from Table 2's task scores, Gemini-2.0-flash's General /
   Spatial are 70.50 / 45.05 per question (Table 5 prints 70.49 / 45.05) against 68.29 / 47.27
-  per task, and every row of Table 5 satisfies Overall = (2017 General + 2237 Spatial) / 4254.
+  per task, and every row of Table 5 satisfies Overall = (2017 General + 2237 Spatial) / 4254
+  within 0.015 (docs/faithfulness.md).
 
 Open-ended judge failures (judge unreachable or not configured) are *not* scored: such a
 record carries ``failed=True`` and a ``reason``, has no ``score``, is left out of every mean
@@ -77,11 +78,10 @@ ABBREVIATIONS = {
     "odi_reasoning": "OR",
 }
 
-# Tasks whose open-ended prompt asks for an orientation word (Fig. 12 / App. E.2): the
-# direction-answer tasks, the same family the judge scores with the 45-degree rule.
-# Questions per task, read off Table 2: the only counts for which every model's task accuracy is
-# a whole number of right answers (EVO fits 815 best, 814 nearly as well; the paper states 4,254
-# QA pairs). Used by tests that recompute the paper's aggregates, never to weight a run's scores.
+# Questions per task, read off Table 2: the best fit, not an exact one (185 of its 210 model cells are a
+# whole number of right answers at these counts, the most any counts summing to the paper's 4,254 QA pairs
+# allow; EVO fits 815 best, 814 next; docs/faithfulness.md names the 25 cells that fit none).
+# Used by tests that recompute the paper's aggregates, never to weight a run's scores.
 PAPER_QUESTION_COUNTS = {
     "object_attribute": 1220,
     "human_attribute": 304,
@@ -95,6 +95,8 @@ PAPER_QUESTION_COUNTS = {
     "odi_reasoning": 200,
 }
 
+# Tasks whose open-ended prompt asks for an orientation word (Fig. 12 / App. E.2): the
+# direction-answer tasks, the same family the judge scores with the 45-degree rule.
 ORIENTATION_TASKS = ("egocentric_view_orientation", "allocentric_view_orientation", "relative_direction")
 
 YES_NO = ("Yes", "No")

@@ -287,7 +287,8 @@ def test_without_declared_options_the_run_options_in_effect_for_the_benchmark_ar
      ({"original": 12, "effective": 12}, 30, 0), ({"original": 12, "effective": 5}, 0, 5),
      ({"original": 12, "effective": 5}, None, 5), ({"original": 12, "effective": 5}, -3, 5),
      ({"original": 12, "effective": 5}, True, 5), ({"original": 12, "effective": 5}, "2", 5),
-     ({"effective": 5}, 2, 5), ({"original": 7}, 2, 5), ({}, 0, 0)],  # fmt: skip
+     ({"effective": 5}, 2, 5), ({"original": 7}, 2, 5), ({}, 0, 0), ({"original": 12, "effective": 12}, None, 12),
+     ({"original": 12, "effective": 12}, 0, 12), ({"original": 3, "effective": 5}, 0, 5)],  # fmt: skip
 )
 def test_the_documents_evaluated_are_the_limit_or_the_split_after_the_offset(counts, offset, documents):
     assert c.evaluated(counts, offset) == documents

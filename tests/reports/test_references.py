@@ -32,7 +32,7 @@ SPOT_CHECKS = [
     ("osr_bench", "table2", "Janus-Pro-7B", "avg_distance", 14.467),
     ("osr_bench", "table2", "Gemini-1.5-Pro", "f1", 0.267),
     ("osr_bench", "table3", "GPT-4o", "relative_direction", 0.285),
-    ("osr_bench", "table3", "deepseek-v12", "object_counting_cogmap", 0.734),
+    ("osr_bench", "table3", "deepseek-vl2", "object_counting_cogmap", 0.734),
     ("osr_bench", "table4", "Qwen2.5-VL-72B", "chair_s", 0.767),
     ("osr_bench", "table4", "deepseek-vl2", "object_counting", 0.641),
     ("osr_bench", "table5", "Janus-Pro-7B", "format_success_rate", 4.29),
