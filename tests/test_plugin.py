@@ -181,7 +181,7 @@ def test_save_every_is_a_positive_integer(monkeypatch):
 
 def test_the_default_folder_is_inside_the_output_path_else_the_home_cache():
     assert str(resume.default_dir("runs/osr")) == "runs/osr/cache"
-    assert str(resume.default_dir("runs/osr/results.json")) == "runs/osr/cache"
+    assert str(resume.default_dir("runs/osr/results.json")) == "runs/osr/results.json/cache"  # a folder to lmms-eval
     assert resume.default_dir(None) == resume.HOME_CACHE.expanduser()
 
 

@@ -230,8 +230,11 @@ GROUPS = (
             "tests/reports/test_layouts.py",
             "tests/reports/test_report_api_images_and_empty_tasks.py",
             "tests/reports/test_report_environment.py",
+            "tests/reports/test_reproduction.py",
         ),
     ),
+    # did a run reproduce the paper: name matching, the paper's value against the run's interval, EASI's grades
+    Group("reproduction", ("lmms_spatial/reports/reproduction.py",), ("tests/reports/test_reproduction.py",)),
     # how a 360° panorama is decoded (resolution caps, sizes) and projected to views (which ERP pixel a direction
     # samples, the wrap at the seam, the resolution level), and Omni-CoT's box -> crop rule
     Group(

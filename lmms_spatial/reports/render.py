@@ -7,6 +7,7 @@ import io
 import math
 from collections.abc import Sequence
 
+from lmms_spatial.reports import reproduction
 from lmms_spatial.reports.tables import Cell, Table
 
 
@@ -32,9 +33,21 @@ def footnotes(table: Table) -> dict[str, int]:
     return numbers
 
 
+def delta_words(cell: Cell, easi: bool = True) -> str:
+    """What a Δ cell says besides Δ: ``in CI`` / ``outside CI`` (the paper's value against the run's 95% interval)
+    and EASI's mark (``✅``; with ``easi=False`` its grade, ``≤2.5``, for formats without emoji)."""
+    words = [] if cell.inside is None else ["in CI" if cell.inside else "outside CI"]
+    if cell.grade is not None:
+        words.append(reproduction.easi_mark(cell.grade) if easi else f"EASI {cell.grade}")
+    return ", ".join(words)
+
+
 def cell_text(cell: Cell, digits: int, ci: bool = True, mark: int | None = None) -> str:
     if cell.value is None or math.isnan(cell.value):
         return "-" + (str(mark).translate(_SUPERSCRIPT) if mark else "")
+    if cell.inside is not None or cell.grade is not None:  # a Δ cell
+        words = delta_words(cell)
+        return f"{cell.value:+.{digits}f}" + (f" ({words})" if words else "")
     text = _num(cell.value, digits)
     if cell.err is not None:
         return f"{text} ± {_num(cell.err, digits)}"
@@ -69,16 +82,30 @@ def markdown(table: Table, ci: bool = True) -> str:
     marks = footnotes(table)
     for row in table.rows:
         label = _md(_label(row.label, row.kind))
-        if row.kind in ("model", "unparsed", "chance"):
+        if row.kind in ("model", "unparsed", "chance", "delta"):
             label = f"**{label}**" if row.kind == "model" else f"*{label}*"
         texts = [cell_text(c, digits, ci, marks.get(c.note) if c.note else None) for c in row.cells]
         lines.append(f"| {label} | " + " | ".join(texts) + " |")
     lines.append("")
     if ci:
         lines.append("Model cells: value [bootstrap 95% CI] (per-document resampling); value ± std/sqrt(n) over seeds.")
+    if any(row.kind == "delta" for row in table.rows):
+        lines.append(DELTA_LEGEND)
     lines.extend(f"- {str(n).translate(_SUPERSCRIPT)} {reason}" for reason, n in marks.items())
     lines.extend(f"- {n}" for n in table.notes)
     return "\n".join(lines) + "\n"
+
+
+DELTA_LEGEND = (
+    "Δ rows: run − published row of the same model; in CI / outside CI: the published value against the run's 95% "
+    "interval (bootstrap; mean ± 1.96·std/√n over seeds); EASI's marks by |Δ| in points: ✅ ≤ 2.5, ☑️ ≤ 5, ❌ > 5."
+)
+
+
+DELTA_LEGEND_TEXT = (  # for formats without emoji (LaTeX)
+    "Δ rows: run − published row of the same model; in CI / outside CI: the published value against the run's 95% "
+    "interval (bootstrap; mean ± 1.96·std/√n over seeds); EASI's grade of |Δ| in points: ≤2.5, ≤5, >5."
+)
 
 
 def csv_text(tables: Sequence[Table]) -> str:
@@ -90,8 +117,9 @@ def csv_text(tables: Sequence[Table]) -> str:
             for header, c in zip(t.headers, row.cells, strict=True):
                 if c.value is None and not c.note:
                     continue
+                note = delta_words(c, easi=False) if row.kind == "delta" else c.note or ""
                 w.writerow([t.key, row.label, row.kind, header, _fmt(c.value), _fmt(c.lo), _fmt(c.hi), _fmt(c.err),
-                            c.n if c.value is not None else "", c.note or ""])  # fmt: skip
+                            c.n if c.value is not None else "", note])  # fmt: skip
     return buf.getvalue()
 
 
@@ -128,6 +156,7 @@ _LATEX_ESCAPES = {
     "≤": r"$\leq$",
     "→": r"$\rightarrow$",
     "−": r"$-$",
+    "Δ": r"$\Delta$",
     "·": r"$\cdot$",
     "…": r"\ldots{}",
     "°": r"\textdegree{}",
@@ -188,6 +217,11 @@ def latex(table: Table, ci: bool = True) -> str:
     def cell(c: Cell) -> str:
         if c.value is None:
             return "--" + (f"\\textsuperscript{{{marks[c.note]}}}" if c.note in marks else "")
+        if c.inside is not None or c.grade is not None:  # a Δ cell: the words under it, as a CI is
+            words, head = _tex(delta_words(c, easi=False)), f"{c.value:+.{digits}f}"
+            if not words:
+                return head
+            return f"\\begin{{tabular}}[t]{{@{{}}r@{{}}}}{head}\\\\{{\\scriptsize {words}}}\\end{{tabular}}"
         text = _num(c.value, digits)
         if c.err is not None:
             return f"{text}$\\pm${_num(c.err, digits)}"
@@ -215,7 +249,7 @@ def latex(table: Table, ci: bool = True) -> str:
         if previous is not None and (row.kind == "reference") != (previous == "reference"):
             lines.append("\\midrule")
         label = _tex(row.label)
-        label = f"\\textit{{{label}}}" if row.kind in ("chance", "unparsed") else label
+        label = f"\\textit{{{label}}}" if row.kind in ("chance", "unparsed", "delta") else label
         lines.append(label + " & " + " & ".join(cell(c) for c in row.cells) + " \\\\")
         previous = row.kind
     lines += ["\\bottomrule", "\\end{tabular}}}"]
@@ -224,6 +258,8 @@ def latex(table: Table, ci: bool = True) -> str:
     if ci:
         legend.append("Model cells: value, under it [bootstrap 95\\% CI] (per-document resampling); value $\\pm$ "
                       "std/$\\sqrt{n}$ over seeds.")  # fmt: skip
+    if any(row.kind == "delta" for row in table.rows):
+        legend.append(_tex(DELTA_LEGEND_TEXT))
     legend += [f"\\textsuperscript{{{n}}}~{_tex(reason)}" for reason, n in marks.items()]
     legend += [_tex(note) for note in table.notes]
     if legend:

@@ -12,6 +12,8 @@ YAML's ``metric_list`` (:mod:`lmms_spatial.reports.layouts`). This module only a
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from lmms_spatial import environment
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import render
 from lmms_spatial.reports.layouts import all_layouts, benchmark_reports, citations
-from lmms_spatial.reports.runs import Run, distinct_runs, load_runs
+from lmms_spatial.reports.runs import Run, distinct_runs, load_runs, skipped_warnings
 from lmms_spatial.reports.tables import SEED, Layout, Table, build_table
 
 FORMATS = ("md", "csv", "latex")
@@ -64,13 +66,38 @@ def build(
     runs, warnings = distinct_runs(load_runs(paths, labels))
     tables = build_tables(runs, seed=seed)
     warnings += list(dict.fromkeys(w for t in tables for w in t.warnings))
+    warnings += skipped_warnings(runs)
+    skipped = skipped_rows(tables)  # each also a note of its table
     return {
         "runs": runs,
         "tables": tables,
         "analyses": analyses(runs, judge_analyses),
         "judge_analyses": judge_analyses,
         "warnings": warnings,
+        "skipped": skipped,
     }
+
+
+def skipped_rows(tables: Sequence[Table]) -> list[tuple[str, str, int, str]]:
+    """(table, row, count, note) of each model row whose runs' samples files of the table's tasks held lines that
+    are not samples; the note is added to the table's notes (report.md, report.tex, the view), the rows to
+    report.csv (kind ``skipped_lines``, the count as its value)."""
+    found = []
+    for table in tables:
+        tasks = set().union(*(c.spec.tasks() for c in table.columns if c.spec is not None))
+        seen = set()
+        for row in table.rows:
+            who = tuple(id(r) for r in row.runs)
+            if row.kind != "model" or not row.runs or who in seen:
+                continue
+            seen.add(who)
+            n = sum(len(r.skipped_in(tasks)) for r in row.runs)
+            if n:
+                note = (f"{row.label}: {n} line{'s' * (n != 1)} of its samples files skipped, not samples (named in "
+                        "the warnings): its CIs and the values read from samples lines leave them out")  # fmt: skip
+                table.notes.append(note)
+                found.append((table.key, row.label, n, note))
+    return found
 
 
 def describe_run(run: Run) -> str:
@@ -125,6 +152,15 @@ def markdown_report(report: dict[str, Any], plots: Sequence[Path] = ()) -> str:
     return "\n".join(lines)
 
 
+def _skipped_csv(rows: Sequence[tuple[str, str, int, str]]) -> str:
+    """report.csv's rows of :func:`skipped_rows`, in its columns."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for key, label, n, note in rows:
+        writer.writerow([key, label, "skipped_lines", "", n, "", "", "", "", note])
+    return buf.getvalue()
+
+
 def write(report: dict[str, Any], out: Path, formats: Sequence[str] = FORMATS, plots: bool = True) -> list[Path]:
     """report.md / report.csv / report.tex (+ report_standalone.tex, a document around it) and plots/*.png under
     ``out``; the files written."""
@@ -141,7 +177,8 @@ def write(report: dict[str, Any], out: Path, formats: Sequence[str] = FORMATS, p
         (out / "report.md").write_text(markdown_report(report, pngs), encoding="utf-8")
         written.append(out / "report.md")
     if "csv" in formats:
-        (out / "report.csv").write_text(render.csv_text(tables), encoding="utf-8")
+        text = render.csv_text(tables) + _skipped_csv(report.get("skipped", []))
+        (out / "report.csv").write_text(text, encoding="utf-8")
         written.append(out / "report.csv")
     if "latex" in formats:
         body = render.latex_header() + "\n".join(render.latex(t) for t in tables)

@@ -286,6 +286,7 @@ class Run:
     conditions: Conditions
     lines: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)  # task -> samples lines
     labelled: bool = False  # label from --labels
+    skipped: list[SkippedLine] = field(default_factory=list, repr=False)  # lines of its samples files not samples
 
     @property
     def results(self) -> dict[str, dict[str, Any]]:
@@ -307,6 +308,12 @@ class Run:
     def documents(self, task: str) -> int:
         """Documents evaluated for ``task`` (0 when unknown)."""
         return int(self.conditions.task(task).documents or 0)
+
+    def skipped_in(self, tasks: Iterable[str]) -> list[SkippedLine]:
+        """The lines of the samples files of ``tasks`` that were skipped, not samples."""
+        stamp = self.results_file.name[: -len("_results.json")]
+        files = {f"{stamp}_samples_{task}.jsonl" for task in tasks}
+        return [bad for bad in self.skipped if bad.file.name in files]
 
     def withheld(self, task: str, metric: str) -> str | None:
         """Why ``metric`` of ``task`` must not be shown, whatever the results file says; None when it may."""
@@ -542,29 +549,103 @@ def find_results_files(paths: Iterable[Path | str]) -> list[Path]:
     return files
 
 
-def _read_lines(path: Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of a samples file that is not a sample, and why (:func:`read_samples` skips it)."""
+
+    file: Path
+    line: int  # counted from 1, as an editor counts lines
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.why}"
+
+
+def read_samples(path: Path, drop: Iterable[str] = ()) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
+    """The samples of a samples file (each less the fields ``drop`` names), and the lines that are not samples.
+
+    Read in binary and decoded line by line, so a line that is not a sample costs that line, never the file: one
+    cut short (the last line of a run killed while writing it), with bytes that are not UTF-8 (a model wrote them),
+    not JSON, or JSON that is not an object is skipped and said (:class:`SkippedLine`). Lines end as in text mode
+    (``\\n``, ``\\r\\n`` or ``\\r``); blank lines are no lines of samples and are passed over unsaid."""
+    samples: list[dict[str, Any]] = []
+    skipped: list[SkippedLine] = []
+    number = 0
+    with open(path, "rb") as fh:
+        for chunk in fh:
+            pieces = chunk.splitlines()
+            for i, raw in enumerate(pieces):
+                number += 1
+                last = i == len(pieces) - 1 and not chunk.endswith((b"\n", b"\r"))  # no line end: the file's end
+                sample = _sample(raw, last)
+                if isinstance(sample, str):
+                    skipped.append(SkippedLine(path, number, sample))
+                elif sample is not None:
+                    for key in drop:
+                        sample.pop(key, None)
+                    samples.append(sample)
+    return samples, skipped
+
+
+def _sample(raw: bytes, last: bool) -> dict[str, Any] | str | None:
+    """One line of a samples file: the sample, why it is none (a str), or None for a blank line. ``last``: the
+    file's last line, with no line end."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 (0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)"
+    if not text.strip():
+        return None
+    try:
+        sample = json.loads(text)
+    except json.JSONDecodeError as exc:
+        what = f"{exc.msg}: column {exc.colno}"
+        if last:
+            return f"cut short: the last line, with no line end, is not whole JSON ({what}), as a killed run leaves it"
+        return f"not JSON ({what})"
+    if not isinstance(sample, dict):
+        return f"not a samples record (a JSON {type(sample).__name__}, not an object)"
+    return sample
+
+
+SKIPPED_NAMED = 10  # the lines of one samples file named one by one in the warnings (the others are counted)
+
+
+def skipped_warnings(runs: Sequence[Run]) -> list[str]:
+    """The report's warnings of the lines its samples files held that are not samples: per run, how many and what
+    they leave out, then each line (:func:`name_skipped`)."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{number}: not a JSON samples line ({exc})") from None
-            if not isinstance(sample, dict):
-                raise ValueError(f"{path}:{number}: not a samples record (a JSON {type(sample).__name__})")
-            for key in _DROPPED:
-                sample.pop(key, None)
-            out.append(sample)
+    for run in runs:
+        if run.skipped:
+            out.append(f"WARNING: {run.label}: {_count(len(run.skipped), 'samples line')} skipped, not samples "
+                       f"({run.results_file.parent}): the values read from the samples lines (CIs, per-question "
+                       "values, analyses) leave them out")  # fmt: skip
+            out += [f"WARNING: skipped {line}" for line in name_skipped(run.skipped)]
     return out
+
+
+def name_skipped(skipped: Sequence[SkippedLine]) -> list[str]:
+    """``file:line: why`` of each skipped line, at most :data:`SKIPPED_NAMED` of one file, then how many more."""
+    by_file: dict[Path, list[SkippedLine]] = {}
+    for bad in skipped:
+        by_file.setdefault(bad.file, []).append(bad)
+    out = []
+    for file, bad in by_file.items():
+        out += [str(b) for b in bad[:SKIPPED_NAMED]]
+        if len(bad) > SKIPPED_NAMED:
+            out.append(f"{file}: {_count(len(bad) - SKIPPED_NAMED, 'more line')} not samples")
+    return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def load_run(path: Path, label: str | None = None) -> Run:
     """One results file, every samples file beside it (same timestamp) and its conditions."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:  # cut short (a writer killed mid-file) or not lmms-eval's
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # cut short (a writer killed mid-file), not lmms-eval's
         raise ValueError(
             f"{path}: not a JSON results file ({exc}); move it out of the folder, or run it again"
         ) from None
@@ -572,9 +653,13 @@ def load_run(path: Path, label: str | None = None) -> Run:
         raise ValueError(f"{path}: not a results file (a JSON {type(data).__name__}, lmms-eval writes an object)")
     stamp = path.name[: -len("_results.json")]
     prefix = f"{stamp}_samples_"
-    lines = {f.name[len(prefix) : -len(".jsonl")]: _read_lines(f) for f in sorted(path.parent.glob(f"{prefix}*.jsonl"))}
+    lines: dict[str, list[dict[str, Any]]] = {}
+    skipped: list[SkippedLine] = []
+    for f in sorted(path.parent.glob(f"{prefix}*.jsonl")):
+        lines[f.name[len(prefix) : -len(".jsonl")]], bad = read_samples(f, _DROPPED)
+        skipped += bad
     conditions = derive_conditions(data, lines)
-    return Run(path, data, label or conditions.label, conditions, lines, labelled=label is not None)
+    return Run(path, data, label or conditions.label, conditions, lines, labelled=label is not None, skipped=skipped)
 
 
 def load_runs(paths: Iterable[Path | str], labels: list[str] | None = None) -> list[Run]:

@@ -43,7 +43,7 @@ import numpy as np
 from lmms_spatial import environment, run_options
 from lmms_spatial.conditions import NO_DOCUMENTS
 from lmms_spatial.metrics.aggregation import seed_summary
-from lmms_spatial.reports import references
+from lmms_spatial.reports import references, reproduction
 from lmms_spatial.reports.citations import Citation
 from lmms_spatial.reports.runs import (
     JUDGE_METRICS,
@@ -270,12 +270,14 @@ class Cell:
     err: float | None = None  # std/sqrt(n) over seeds
     n: int = 1
     note: str | None = None  # why the cell is empty (rendered as a footnote)
+    inside: bool | None = None  # a Δ cell: whether the paper's value lies inside the run's 95% interval
+    grade: str | None = None  # a Δ cell: EASI's grade of |Δ| (lmms_spatial.reports.reproduction)
 
 
 @dataclass
 class Row:
     label: str
-    kind: str  # model | reference | chance | unparsed
+    kind: str  # model | delta (the row above against its published row) | reference | chance | unparsed
     cells: list[Cell]
     note: str = ""
     model: str = ""  # the model's label without marks (model, chance and unparsed rows of a run)
@@ -604,6 +606,12 @@ def build_table(
         cells = [_cell_for_runs(c.spec, group, _scale(c, scale), seed, ci) for c in layout.columns]
         table.rows.append(Row(e.label, "model", cells, model=e.base, runs=list(group)))
         table.notes.extend(e.notes)
+        published_row = reproduction.match(reproduction.run_names(e.model, group[0].conditions.args),
+                                           ref["rows"]) if ref else None  # fmt: skip
+        if published_row is not None:
+            delta, note = _reproduced(e, published_row, cells, layout, scale, f"{ref_file['paper']} {ref['table']}")
+            table.rows.append(Row(f"Δ vs {published_row['model']} (published)", "delta", delta, model=e.base))
+            table.notes.append(note)
         for extra_label, make in layout.extra_rows:
             specs = [make(c) for c in layout.columns]
             cells = [
@@ -636,6 +644,34 @@ def build_table(
         table.notes.extend(ref.get("notes", []))
         table.notes.extend(f"not transcribed: {s}" for s in ref.get("skipped", []))
     return table
+
+
+def _reproduced(e: _Entry, published: dict, cells: list[Cell], layout: Layout, scale: float,
+                source: str) -> tuple[list[Cell], str]:  # fmt: skip
+    """The Δ row of a run's row against the published row of its model, and the table's note on it."""
+    out, comparisons = [], []
+    for column, cell in zip(layout.columns, cells, strict=True):
+        paper = _number(published["values"].get(column.key))
+        if cell.value is None or paper is None or column.spec is None:
+            out.append(Cell())
+            continue
+        bounds = reproduction.interval(cell.value, cell.lo, cell.hi, cell.err)
+        found = reproduction.compare(column.header, cell.value, paper, bounds, scale, percentage=column.scaled)
+        comparisons.append(found)
+        out.append(Cell(found.delta, inside=found.inside, grade=found.grade))
+    tasks = layout.tasks()
+    n, of, _ = _coverage(e.runs[0], tasks)
+    partial = f"{n} of {of} documents" if n is not None and of is not None and n < of else None
+    differences = [m for m in e.marks if m != f"{n}/{of}"]
+    options = [o for r in e.runs for o in r.run_options(tasks)]
+    shown = {k: v for o in options for k, v in o.items() if _changes_what_the_model_sees(k)}
+    if shown:
+        differences.append(f"run options {run_options.describe(shown)}")
+    return out, reproduction.verdict(e.label, published["model"], source, comparisons, differences, partial)
+
+
+def _changes_what_the_model_sees(env: str) -> bool:
+    return any(o.env == env and o.affects in ("images", "prompt") for o in run_options.OPTIONS)
 
 
 def _merged(rows: list[Row]) -> list[Cell] | None:

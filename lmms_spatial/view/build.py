@@ -17,15 +17,16 @@ its task shares at its start and end (a benchmark's template: most of an OSR-Ben
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from lmms_spatial.paths import task_benchmarks
-from lmms_spatial.reports.runs import Run
+from lmms_spatial.reports.runs import Run, SkippedLine, name_skipped, read_samples
 from lmms_spatial.reports.tables import SEED, Table
 from lmms_spatial.view import evidence
 from lmms_spatial.view.images import DataIndex, ImageStore, data_roots, image_bytes, recorded_roots
@@ -33,12 +34,19 @@ from lmms_spatial.view.images import DataIndex, ImageStore, data_roots, image_by
 CHUNK = 1000  # samples per chunk
 SNIPPET = 160  # characters of the question and reply in a list row
 SHORT = 80  # characters of the parsed answer and truth in a list row
+PREVIEW = 4000  # characters of a prompt, reply or parsed answer a sample's page shows before its "show all"
 ASSETS = ("index.html", "app.js", "app.css")
 
 
 def _js(kind: str, payload: Any) -> str:
     """A data file: JSON handed to the page by a script call (``file://`` pages cannot fetch() JSON)."""
     return f"LMMSView.{kind}({json.dumps(payload, ensure_ascii=False, separators=(',', ':'), allow_nan=False)});\n"
+
+
+def _write_js(path: Path, kind: str, payload: Any) -> None:
+    """:func:`_js` to ``path`` in UTF-8; a lone surrogate (a samples line may hold ``"\\ud800"``, valid JSON that
+    UTF-8 cannot write) is written as its JSON escape, which the page reads back as the same string."""
+    path.write_text(_js(kind, payload), encoding="utf-8", errors="backslashreplace")
 
 
 def _clean(value: Any) -> Any:
@@ -108,6 +116,8 @@ def table_json(table: Table) -> dict[str, Any]:
             cells.append(entry)
         rows.append({"label": render._label(row.label, row.kind), "kind": row.kind, "note": row.note, "cells": cells})
     notes = ["Model cells: value [bootstrap 95% CI] (per-document resampling); value ± std/sqrt(n) over seeds."]
+    if any(row.kind == "delta" for row in table.rows):
+        notes.append(render.DELTA_LEGEND)
     notes += [f"{str(n).translate(render._SUPERSCRIPT)} {reason}" for reason, n in marks.items()]
     notes += list(table.notes)
     return {"key": table.key, "title": table.title, "source": table.source, "headers": list(table.headers),
@@ -124,16 +134,6 @@ def samples_files(run: Run) -> dict[str, Path]:
     stamp = run.results_file.name[: -len("_results.json")]
     prefix = f"{stamp}_samples_"
     return {f.name[len(prefix) : -len(".jsonl")]: f for f in sorted(run.results_file.parent.glob(f"{prefix}*.jsonl"))}
-
-
-def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                value = json.loads(line)
-                if isinstance(value, dict):
-                    value.pop("doc", None)
-                    yield value
 
 
 def _common_ends(texts: Sequence[str]) -> tuple[int, int]:
@@ -172,12 +172,28 @@ class SampleWriter:
         self.entries: list[dict[str, Any]] = []
         self.samples = 0
         self.benchmarks = task_benchmarks()  # lmms_spatial.paths: {task: benchmark key}
+        self.skipped: list[SkippedLine] = []  # lines of the samples files that are not samples
+        self.texts: dict[str, int] = {}  # long texts written whole (data/t<N>.js), by content hash
 
     def add_run(self, index: int, run: Run) -> None:
         for task, path in samples_files(run).items():
-            self.add_task(index, task, list(_lines(path)))
+            lines, skipped = read_samples(path, ("doc",))
+            self.skipped += skipped
+            self.add_task(index, task, lines, len(skipped))
 
-    def add_task(self, run: int, task: str, lines: list[dict[str, Any]]) -> None:
+    def cut(self, text: str) -> tuple[str, list[int] | None]:
+        """(what a sample's page shows of ``text``, None) for a text of at most :data:`PREVIEW` characters; for a
+        longer one its first :data:`PREVIEW` characters and ``[N, length]``: the whole text is ``data/t<N>.js``,
+        loaded only when "show all" is clicked (each distinct text written once)."""
+        if len(text) <= PREVIEW:
+            return text, None
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+        if digest not in self.texts:
+            self.texts[digest] = len(self.texts)
+            _write_js(self.out / "data" / f"t{self.texts[digest]}.js", "text", [self.texts[digest], text])
+        return text[:PREVIEW], [self.texts[digest], len(text)]
+
+    def add_task(self, run: int, task: str, lines: list[dict[str, Any]], skipped: int = 0) -> None:
         benchmark = self.benchmarks.get(task)
         prompts = [evidence.prompt_text(line) for line in lines]
         pre, suf = _common_ends(prompts)
@@ -201,14 +217,21 @@ class SampleWriter:
                 reply = evidence.reply_text(line)
                 score = evidence.number(record.get("score"))
                 parsed = record.get("parsed") if "parsed" in record else reply  # a judge reads the whole reply
+                shown = {
+                    "prompt": self.cut(middle),
+                    "reply": self.cut(reply),
+                    "parsed": self.cut(evidence.text(parsed)) if parsed is not None else (None, None),
+                }
+                long = {field: where for field, (_, where) in shown.items() if where}  # cut: [text file, length]
                 rows.append([line.get("doc_id"), evidence.OUTCOMES.index(outcome),
                              None if score is None else round(score, 4), _short(evidence.text(parsed), SHORT),
                              _short(evidence.truth(line, record, benchmark), SHORT), cat, _short(middle, SNIPPET),
                              _short(reply, SNIPPET), images[0] if images else ""])  # fmt: skip
                 details.append(_clean({
-                    "prompt": middle,
-                    "reply": reply,
-                    "parsed": evidence.text(parsed) if parsed is not None else None,
+                    "prompt": shown["prompt"][0],
+                    "reply": shown["reply"][0],
+                    "parsed": shown["parsed"][0],
+                    **({"long": long} if long else {}),
                     "judged_whole": "parsed" not in record,
                     "why": record.get("reason") or record.get("rule_reason"),
                     "rule": record.get("rule_reason") if record.get("reason") else None,
@@ -221,12 +244,13 @@ class SampleWriter:
                 }))  # fmt: skip
             cid = self.next_id
             self.next_id += 1
-            (self.out / "data" / f"l{cid}.js").write_text(_js("list", [cid, rows]), encoding="utf-8")
-            (self.out / "data" / f"d{cid}.js").write_text(_js("detail", [cid, details]), encoding="utf-8")
+            _write_js(self.out / "data" / f"l{cid}.js", "list", [cid, rows])
+            _write_js(self.out / "data" / f"d{cid}.js", "detail", [cid, details])
             chunks.append({"id": cid, "n": len(rows), "first": rows[0][0], "last": rows[-1][0]})
         self.samples += len(lines)
         self.entries.append({
-            "run": run, "task": task, "benchmark": benchmark or "", "n": len(lines), "counts": counts,
+            "run": run, "task": task, "benchmark": benchmark or "", "n": len(lines), "skipped": skipped,
+            "counts": counts,
             "prefix": prompts[0][:pre] if prompts else "",
             "suffix": prompts[0][len(prompts[0]) - suf:] if prompts else "",
             "categories": sorted(categories), "chunks": chunks,
@@ -264,7 +288,8 @@ def build(paths: Sequence[Path | str], out: Path | str, labels: list[str] | None
     (out / "data").mkdir(parents=True, exist_ok=True)
     runs: list[Run] = report["runs"]
     tables: list[Table] = report["tables"]
-    index = DataIndex(data_roots(data, recorded_roots(run.data for run in runs)))
+    recorded, refused = recorded_roots((run.results_file, run.data) for run in runs)
+    index = DataIndex(data_roots(data, recorded))
     writer = SampleWriter(out, index, chunk)
     for i, run in enumerate(runs):
         writer.add_run(i, run)
@@ -297,9 +322,12 @@ def build(paths: Sequence[Path | str], out: Path | str, labels: list[str] | None
         "outcomes": list(evidence.OUTCOMES),
         "tasks": writer.entries,
         "samples": writer.samples,
+        "skipped": len(writer.skipped),
+        "preview": PREVIEW,
         "missing_data": sorted({e["benchmark"] for e in writer.entries if e["benchmark"] and e["data"] is None}),
+        "data_notes": [note for key, note in sorted(refused.items()) if key not in (data or {})],
     }
-    (out / "data" / "manifest.js").write_text(_js("manifest", _clean(manifest)), encoding="utf-8")
+    _write_js(out / "data" / "manifest.js", "manifest", _clean(manifest))
     assets = resources.files("lmms_spatial.view") / "assets"
     for name in ASSETS:
         (out / name).write_bytes((assets / name).read_bytes())
@@ -313,6 +341,8 @@ def build(paths: Sequence[Path | str], out: Path | str, labels: list[str] | None
         "thumb_bytes": writer.images.thumb_bytes,
         "bytes": folder_size(out),
         "missing_data": manifest["missing_data"],
+        "skipped": writer.skipped,
+        "data_notes": manifest["data_notes"],
     }
 
 
@@ -323,6 +353,12 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
     lines = [
         f"view: {result['runs']} runs, {result['tables']} tables, {n} samples, {result['images']} distinct images{per}",
     ]
+    skipped: list[SkippedLine] = result.get("skipped", [])
+    if skipped:
+        lines.append(f"view: {len(skipped)} line{'s' * (len(skipped) != 1)} of the samples files skipped, not samples "
+                     "(the page counts them and names them in its warnings):")  # fmt: skip
+        lines += [f"view:   {line}" for line in name_skipped(skipped)]
+    lines += [f"view: {note}" for note in result.get("data_notes", [])]
     if result["missing_data"]:
         lines.append("view: no images for " + ", ".join(result["missing_data"]) + " (no local data: pass --data "
                      "KEY=PATH or set its LMMS_SPATIAL_<NAME>_PATH)")  # fmt: skip

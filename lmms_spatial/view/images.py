@@ -2,7 +2,8 @@
 
 A sample's document is found by its score record's ``id`` in the ``id`` column of the benchmark's parquet files:
 the folder given with ``--data KEY=PATH``, else the local copy the run recorded reading (its results'
-``lmms_spatial.data``), else the benchmark's ``LMMS_SPATIAL_<NAME>_PATH``.
+``lmms_spatial.data``) where it lies in the run's folder or a data root the benchmark declares
+(:func:`recorded_roots`), else the benchmark's ``LMMS_SPATIAL_<NAME>_PATH``.
 Nothing is downloaded: without a local copy the page says the images need one. Each distinct image is written
 once (named by its content hash): ``thumbs/<hash>.jpg`` for the list (``THUMB`` pixels on its longer side) and
 ``large/<hash>.js`` (a data URL in a script, ``LARGE`` pixels) for the larger view and figure export (a canvas
@@ -14,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -24,23 +26,89 @@ LARGE = 1280
 IMAGE_COLUMNS = ("image", "images")
 
 
-def recorded_roots(results: Iterable[Mapping[str, Any]]) -> dict[str, Path]:
-    """{benchmark: the local copy its documents were read from}, as the runs' results record it
-    (``lmms_spatial.data``; the first run naming a benchmark wins), for the copies still on this disk."""
+def declared_roots(key: str) -> list[Path]:
+    """Where benchmark ``key``'s data lies on this machine as the installed benchmarks declare it: the copy its
+    ``LMMS_SPATIAL_<NAME>_PATH`` names (now), its Hub release's folder in the Hugging Face cache (and that of the
+    published copy its ``_REPO`` variable names), and the copy converted from its release
+    (``$HF_HOME/lmms_spatial/<key>``). [] for a benchmark this package does not know."""
+    from lmms_spatial.data.hub_cache import hub_cache
+    from lmms_spatial.data.prepare import prepared_root
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    bench = BENCHMARKS.get(key)
+    if bench is None:
+        return []
+    roots = [Path(value).expanduser()] if (value := os.environ.get(bench.env_var, "").strip()) else []
+    repos = (bench.hub_id, os.environ.get(bench.repo_var, "").strip())
+    roots += [hub_cache() / f"datasets--{repo.replace('/', '--')}" for repo in repos if repo]
+    return [*roots, prepared_root(bench)]
+
+
+def _fixture_of(folder: Path) -> str | None:
+    """The benchmark whose fixture lmms-spatial built in ``folder`` (its marker file names it), else None."""
+    from lmms_spatial.data.demo import FIXTURE_MARKER
+
+    try:
+        marker = json.loads((folder / FIXTURE_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return marker.get("benchmark") if isinstance(marker, dict) else None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # a folder we may not read, a NUL in the name: nothing to read there either
+        return False
+
+
+def _inside(path: Path, roots: Iterable[Path]) -> bool:
+    resolved = path.resolve()
+    return any(resolved.is_relative_to(root.resolve()) for root in roots)
+
+
+def recorded_roots(runs: Iterable[tuple[Path, Mapping[str, Any]]]) -> tuple[dict[str, Path], dict[str, str]]:
+    """({benchmark: the local copy its documents were read from}, {benchmark: why a recorded copy was not used}), as
+    the runs' results (``(results file, its contents)``) record them (``lmms_spatial.data``; the first run naming a
+    benchmark whose copy may be read wins), for the copies still on this disk.
+
+    A results file is a file anyone can edit: the copy it names is read only where it lies inside the run's own
+    folder (the results file's), inside one of the benchmark's :func:`declared_roots`, or is a fixture lmms-spatial
+    built for that benchmark. Any other is not looked into (it could be ``/``: the whole disk walked, and images of
+    any parquet file whose ids match put into the page); the second dict says so, one line per benchmark."""
     from lmms_spatial.conditions import KEY, RunConditions
 
     roots: dict[str, Path] = {}
-    for value in results:
+    refused: dict[str, str] = {}
+    for results_file, value in runs:
         for name, record in sorted((RunConditions.from_json(value.get(KEY)).data or {}).items()):
             key = name.split("/", 1)[0]
-            if record.local and key not in roots and Path(record.source).exists():
-                roots[key] = Path(record.source)
-    return roots
+            source = Path(record.source)
+            if not record.local or key in roots or not _exists(source):
+                continue
+            if _inside(source, [results_file.parent, *declared_roots(key)]) or _fixture_of(source) == key:
+                roots[key] = source
+            else:
+                refused.setdefault(
+                    key,
+                    f"{key}: images not looked for in {source}, the copy {results_file} records "
+                    f"reading: it lies outside the run's folder and {key}'s declared data roots "
+                    f"({_declared_names(key)}); pass --data {key}=PATH to read a copy there",
+                )
+    return roots, refused
+
+
+def _declared_names(key: str) -> str:
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    bench = BENCHMARKS.get(key)
+    named = f"{bench.env_var}, " if bench is not None else ""
+    return f"{named}the Hugging Face cache of its release, a fixture lmms-spatial built"
 
 
 def data_roots(given: Mapping[str, str] | None = None, recorded: Mapping[str, Path] | None = None) -> dict[str, Path]:
-    """{benchmark: local data path}: ``given`` (``--data``) first, then the copy the run recorded reading
-    (:func:`recorded_roots`), then each benchmark's environment variable."""
+    """{benchmark: local data path}: ``given`` (``--data``) first, then the copy the run recorded reading where it may
+    be read (:func:`recorded_roots`), then each benchmark's environment variable."""
     from lmms_spatial.data.registry import BENCHMARKS
 
     roots = {k: Path(v) for k, v in (given or {}).items()}

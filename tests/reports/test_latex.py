@@ -78,3 +78,13 @@ def test_a_ci_cell_stacks_the_interval_under_the_value():
                   columns=[Column("acc", "Acc", Leaf("t", "accuracy"))])  # fmt: skip
     row = "m & \\begin{tabular}[t]{@{}r@{}}50.0\\\\{\\scriptsize[25.0, 75.0]}\\end{tabular} \\\\"
     assert row in render.latex(table)
+
+
+@needs_pdflatex
+def test_a_report_with_a_delta_row_compiles(tmp_path, capsys):
+    qwen = "pretrained=Qwen/Qwen2.5-VL-72B-Instruct"  # a model with published rows: a Δ row under its own
+    write_run(tmp_path / "q", STAMP, qwen, odi_scores(0), mmsi_scores(0), model="qwen2_5_vl")
+    out = tmp_path / "out"
+    assert lmms_spatial(["report", str(tmp_path / "q"), "--out", str(out), "--no-plots", "--quiet"]) == 0
+    assert "$\\Delta$ vs Qwen2.5-VL-72B" in (out / "report.tex").read_text()
+    compile_tex(out)

@@ -339,12 +339,49 @@ def test_an_empty_cell_says_why_in_a_numbered_footnote(tmp_path, capsys):
     assert "--\\textsuperscript{1}" in tex and "\\textsuperscript{1}~mmsi\\_circular not in this run" in tex
 
 
-def test_a_malformed_samples_line_stops_the_report_naming_the_file_and_line(tmp_path, capsys):
+def test_lines_that_are_not_samples_are_skipped_named_and_counted_by_the_report_and_the_view(tmp_path, capsys):
+    """A model's byte that is not UTF-8, a line that is not JSON, a JSON array and the cut last line of a killed run:
+    each costs its line, named file:line with why, counted in every format; the 11 samples are all there."""
     write_run(tmp_path / "a", STAMP, QWEN, {}, mmsi_scores(0), model="qwen2_5_vl")
     samples = tmp_path / "a" / f"{STAMP}_samples_mmsi_vanilla.jsonl"
-    samples.write_text(samples.read_text() + "{not json\n")
-    assert lmms_spatial(["report", str(tmp_path / "a"), "--no-plots"]) == 1
-    assert capsys.readouterr().err.startswith(f"report: {samples}:12: not a JSON samples line (")
+    # lines 12-15; 0xff follows the 39 bytes of '{"doc_id": 11, "accuracy": {"parsed": "'; line 15's string opens
+    # after the 28 characters of '{"doc_id": 13, "accuracy": {'
+    samples.write_bytes(samples.read_bytes() + b'{"doc_id": 11, "accuracy": {"parsed": "\xff"}}\n{not json\n'
+                        b'[{"doc_id": 12}]\n{"doc_id": 13, "accuracy": {"sc')  # fmt: skip
+    named = [
+        f"{samples}:12: not UTF-8 (0xff at byte 40 of the line)",
+        f"{samples}:13: not JSON (Expecting property name enclosed in double quotes: column 2)",
+        f"{samples}:14: not a samples record (a JSON list, not an object)",
+        f"{samples}:15: cut short: the last line, with no line end, is not whole JSON (Unterminated string starting "
+        "at: column 29), as a killed run leaves it",
+    ]
+    md, rows, err = report(capsys, tmp_path / "out", tmp_path / "a")
+    count = (f"WARNING: Qwen2.5-VL-7B-Instruct: 4 samples lines skipped, not samples ({tmp_path / 'a'}): the values "
+             "read from the samples lines (CIs, per-question values, analyses) leave them out")  # fmt: skip
+    warnings = [count] + [f"WARNING: skipped {line}" for line in named]
+    assert [line for line in err.splitlines() if "skipped" in line] == [f"report: {w}" for w in warnings]
+    assert "\n".join(f"- {w}" for w in warnings) in md.split("Warnings:", 1)[1]
+    note = ("Qwen2.5-VL-7B-Instruct: 4 lines of its samples files skipped, not samples (named in the warnings): its "
+            "CIs and the values read from samples lines leave them out")  # fmt: skip
+    assert f"- {note}\n" in section(md, "MMSI-Bench")
+    assert cell(rows, "mmsi", "Qwen2.5-VL-7B-Instruct", "") == {
+        "table": "mmsi", "row": "Qwen2.5-VL-7B-Instruct", "kind": "skipped_lines", "column": "", "value": "4",
+        "ci_low": "", "ci_high": "", "seed_error": "", "n_runs": "", "note": note}  # fmt: skip
+    assert note in (tmp_path / "out" / "report.tex").read_text()
+    # the numbers: the results file's (6 of 11 right), with the CI of the 11 samples lines written before the bad ones
+    avg = cell(rows, "mmsi", "Qwen2.5-VL-7B-Instruct", "Avg.")
+    assert (avg["value"], avg["n_runs"]) == ("54.5455", "1") and avg["ci_low"] and avg["ci_high"]
+    assert [line["doc_id"] for line in load_runs([tmp_path / "a"])[0].lines["mmsi_vanilla"]] == list(range(11))
+    # the view: the same lines named by the command, the count on the page, every sample in it
+    assert lmms_spatial(["view", str(tmp_path / "a"), "--no-plots", "--out", str(tmp_path / "site")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:6] == ["view: 4 lines of the samples files skipped, not samples (the page counts them and names "
+                        "them in its warnings):"] + [f"view:   {line}" for line in named]  # fmt: skip
+    text = (tmp_path / "site" / "data" / "manifest.js").read_text(encoding="utf-8")
+    manifest = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    (entry,) = manifest["tasks"]
+    assert (manifest["skipped"], manifest["samples"], entry["skipped"], entry["n"]) == (4, 11, 4, 11)
+    assert manifest["warnings"][-5:] == warnings
 
 
 def test_a_results_file_cut_short_stops_the_report_and_the_view_naming_it(tmp_path, capsys):

@@ -15,8 +15,10 @@ import pytest
 
 from lmms_spatial.conditions import Judge
 from lmms_spatial.reports.runs import (
+    SKIPPED_NAMED,
     Conditions,
     Run,
+    SkippedLine,
     TaskConditions,
     _fraction,
     _judge_from_lines,
@@ -34,7 +36,10 @@ from lmms_spatial.reports.runs import (
     generation_items,
     load_run,
     load_runs,
+    name_skipped,
     pool_key,
+    read_samples,
+    skipped_warnings,
     software_difference,
 )
 
@@ -559,17 +564,87 @@ def test_a_run_is_its_results_and_the_samples_files_of_its_timestamp(tmp_path):
     assert load_run(path, "mine").label == "mine" and load_run(path, "mine").labelled
 
 
-def test_a_bad_samples_line_names_its_file_and_line(tmp_path):
-    path = write_run(tmp_path, "s", results(), {TASK: '{"doc_id": 0}\n{oops\n'})
-    with pytest.raises(ValueError, match=r"s_samples_a_task\.jsonl:2: not a JSON samples line"):
-        load_run(path)
-    path = write_run(tmp_path / "list", "s", results(), {TASK: "\n[1]\n"})
-    with pytest.raises(ValueError, match=r"s_samples_a_task\.jsonl:2: not a samples record \(a JSON list\)"):
-        load_run(path)
+# a samples file as models and killed runs leave them: line 2 holds a byte a model wrote that is not UTF-8 (0xff: the
+# 21st byte, after the 20 of '{"doc_id": 1, "r": "'), line 3 is blank, line 4 is not JSON, line 5 is a JSON array,
+# line 6 ends in CR LF, and line 7 was cut by a killed run (no line end; its string opens at its 22nd character)
+ANY_SAMPLES = (b'{"doc_id": 0, "input": "p", "doc": {}}\n{"doc_id": 1, "r": "\xff"}\n\n{oops\n[1, 2]\n'
+               b'{"doc_id": 2}\r\n{"doc_id": 3, "cut": "ab')  # fmt: skip
 
 
-def test_a_results_file_cut_short_or_not_an_object_names_the_file(tmp_path):
+def test_each_line_that_is_not_a_sample_is_skipped_naming_its_file_line_and_why(tmp_path):
+    path = tmp_path / "s_samples_a_task.jsonl"
+    path.write_bytes(ANY_SAMPLES)
+    samples, skipped = read_samples(path, ("input", "doc"))
+    assert samples == [{"doc_id": 0}, {"doc_id": 2}]  # the fields asked dropped
+    assert [str(s) for s in skipped] == [
+        f"{path}:2: not UTF-8 (0xff at byte 21 of the line)",
+        f"{path}:4: not JSON (Expecting property name enclosed in double quotes: column 2)",
+        f"{path}:5: not a samples record (a JSON list, not an object)",
+        f"{path}:7: cut short: the last line, with no line end, is not whole JSON (Unterminated string starting at: "
+        "column 22), as a killed run leaves it",
+    ]
+    assert skipped[0] == SkippedLine(path, 2, "not UTF-8 (0xff at byte 21 of the line)")
+    assert read_samples(path) == ([{"doc_id": 0, "input": "p", "doc": {}}, {"doc_id": 2}], skipped)  # none dropped
+
+
+def test_lines_end_as_in_text_mode_and_only_the_last_line_without_an_end_is_cut_short(tmp_path):
+    path = tmp_path / "s_samples_a_task.jsonl"
+    # CR alone ends a line too (as Python's text mode reads it): line 2 is not JSON, line 3 the cut last one
+    path.write_bytes(b'{"doc_id": 0}\n[bad\r{"doc_id": 2')
+    assert [s.line for s in read_samples(path)[1]] == [2, 3]
+    assert read_samples(path)[1][0].why == "not JSON (Expecting value: column 2)"
+    assert read_samples(path)[1][1].why.startswith("cut short: the last line")
+    path.write_bytes(b'{"doc_id": 0}\r{"doc_id": 1}\r{oops\r')  # the last line ends (in CR): not JSON, not cut
+    assert read_samples(path) == ([{"doc_id": 0}, {"doc_id": 1}], [
+        SkippedLine(path, 3, "not JSON (Expecting property name enclosed in double quotes: column 2)")])  # fmt: skip
+    path.write_bytes(b'{"doc_id": 0}\n{"doc_id": 1}')  # a whole last line without an end is a sample
+    assert read_samples(path) == ([{"doc_id": 0}, {"doc_id": 1}], [])
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"doc_id": 0}\n \t\x0c\n')  # a BOM is no JSON; a line of spaces is blank
+    assert [(s.line, s.why) for s in read_samples(path)[1]] == [
+        (1, "not JSON (Unexpected UTF-8 BOM (decode using utf-8-sig): column 1)")]  # fmt: skip
+
+
+def test_a_run_keeps_its_samples_and_the_lines_it_skipped(tmp_path):
     path = write_run(tmp_path, "s", results(), {})
+    (tmp_path / "s_samples_a_task.jsonl").write_bytes(ANY_SAMPLES)
+    (tmp_path / "s_samples_b_task.jsonl").write_bytes(b"[]\n")
+    r = load_run(path)
+    assert r.lines == {TASK: [{"doc_id": 0}, {"doc_id": 2}], "b_task": []}  # the prompt and document dropped
+    assert [(s.file.name, s.line) for s in r.skipped] == [("s_samples_a_task.jsonl", n) for n in (2, 4, 5, 7)] + [
+        ("s_samples_b_task.jsonl", 1)]  # fmt: skip
+    assert [s.line for s in r.skipped_in([TASK])] == [2, 4, 5, 7]
+    assert [s.line for s in r.skipped_in(["b_task", "c_task"])] == [1]
+    assert r.skipped_in([]) == [] and load_run(write_run(tmp_path / "good", "s", results(), {})).skipped == []
+
+
+def test_the_warnings_count_the_skipped_lines_of_each_run_and_name_ten_of_each_file(tmp_path):
+    a, b = Path("/runs/x/s_samples_a_task.jsonl"), Path("/runs/x/s_samples_b_task.jsonl")
+    bad = [SkippedLine(a, n, "not JSON") for n in range(1, 13)] + [SkippedLine(b, 5, "cut short")]
+    assert SKIPPED_NAMED == 10
+    assert name_skipped(bad) == [f"{a}:{n}: not JSON" for n in range(1, 11)] + [
+        f"{a}: 2 more lines not samples", f"{b}:5: cut short"]  # fmt: skip
+    assert name_skipped(bad[:11]) == [f"{a}:{n}: not JSON" for n in range(1, 11)] + [f"{a}: 1 more line not samples"]
+    assert name_skipped(bad[:10]) == [f"{a}:{n}: not JSON" for n in range(1, 11)]
+    one, none = run("x/s", results()), run("y/s", results(), label="clean")
+    one.skipped = bad[-1:]
+    assert skipped_warnings([none, one]) == [
+        "WARNING: m: 1 samples line skipped, not samples (/runs/x): the values read from the samples lines (CIs, "
+        "per-question values, analyses) leave them out",
+        f"WARNING: skipped {b}:5: cut short",
+    ]
+    one.skipped = bad[:2]
+    assert skipped_warnings([one])[0].startswith("WARNING: m: 2 samples lines skipped, not samples (/runs/x): ")
+
+
+def test_a_results_file_cut_short_not_utf8_or_not_an_object_names_the_file(tmp_path):
+    path = write_run(tmp_path, "s", results(), {})
+    path.write_bytes(b'{"results": {"\xff": {}}}')  # edited by a tool that wrote Latin-1
+    with pytest.raises(ValueError) as caught:
+        load_run(path)
+    assert str(caught.value) == (
+        f"{path}: not a JSON results file ('utf-8' codec can't decode byte 0xff in position 14: invalid start byte); "
+        "move it out of the folder, or run it again"
+    )
     path.write_text('{"results": ', encoding="utf-8")  # a writer killed mid-file
     with pytest.raises(ValueError) as caught:
         load_run(path)

@@ -208,21 +208,24 @@ def test_the_demo_s_page_shows_the_report_s_plots_in_the_report_s_order(full_dem
 
 
 def test_images_come_from_the_data_given_then_the_copy_the_run_read_then_the_variable(tmp_path, monkeypatch) -> None:
-    """`lmms-spatial view RESULTS` finds a local copy's images without --data: the run recorded where it read them."""
+    """`lmms-spatial view RESULTS` finds a local copy's images without --data: the run recorded where it read them
+    (here a copy in the run's folder: where a recorded copy may lie, tests/view/test_view_any_samples.py)."""
     from lmms_spatial.view.images import data_roots, recorded_roots
 
-    read, given, variable = (tmp_path / name for name in ("read", "given", "variable"))
+    run, other = tmp_path / "run" / "s_results.json", tmp_path / "other" / "s_results.json"
+    read, given, variable = tmp_path / "run" / "read", tmp_path / "other" / "given", tmp_path / "variable"
     for folder in (read, given, variable):
-        folder.mkdir()
+        folder.mkdir(parents=True)
     results = [
-        {"lmms_spatial": {"data": {"osr_bench/standard": {"source": str(read), "local": True},
-                                   "mmsi": {"source": "RunsenXu/MMSI-Bench", "local": False, "revision": "r1"},
-                                   "dori": {"source": str(tmp_path / "gone"), "local": True}}}},
-        {"lmms_spatial": {"data": {"osr_bench/negative": {"source": str(given), "local": True}}}},
-        {"results": {}},  # a results file of another tool: nothing recorded
+        (run, {"lmms_spatial": {"data": {"osr_bench/standard": {"source": str(read), "local": True},
+                                         "mmsi": {"source": "RunsenXu/MMSI-Bench", "local": False, "revision": "r1"},
+                                         "dori": {"source": str(tmp_path / "run" / "gone"), "local": True}}}}),
+        (other, {"lmms_spatial": {"data": {"osr_bench/negative": {"source": str(given), "local": True}}}}),
+        (other, {"results": {}}),  # a results file of another tool: nothing recorded
     ]  # fmt: skip
-    recorded = recorded_roots(results)
+    recorded, refused = recorded_roots(results)
     assert recorded == {"osr_bench": read}  # a Hub release and a copy no longer on disk are not roots; first run wins
+    assert refused == {}
     monkeypatch.setenv("LMMS_SPATIAL_OSR_PATH", str(variable))
     monkeypatch.setenv("LMMS_SPATIAL_MMSI_PATH", str(variable))
     assert data_roots(None, recorded)["osr_bench"] == read

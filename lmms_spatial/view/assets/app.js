@@ -4,7 +4,7 @@
 "use strict";
 (function () {
   const S = {
-    manifest: null, lists: {}, details: {}, images: {}, waiting: {}, rows: [], page: 0, perPage: 100,
+    manifest: null, lists: {}, details: {}, images: {}, texts: {}, waiting: {}, rows: [], page: 0, perPage: 100,
     marked: new Map(), timing: { start: performance.now() }, want: new Set(), seq: 0,
   };
   const $ = (id) => document.getElementById(id);
@@ -33,6 +33,7 @@
     if (kind === "list" && S.lists[key]) return Promise.resolve(S.lists[key]);
     if (kind === "detail" && S.details[key]) return Promise.resolve(S.details[key]);
     if (kind === "image" && S.images[key]) return Promise.resolve(S.images[key]);
+    if (kind === "text" && S.texts[key] !== undefined) return Promise.resolve(S.texts[key]);
     if (!S.waiting[k]) {
       S.waiting[k] = {};
       S.waiting[k].promise = new Promise((resolve, reject) => {
@@ -51,6 +52,7 @@
   const loadList = (cid) => load("list", cid, "data/l" + cid + ".js");
   const loadDetail = (cid) => load("detail", cid, "data/d" + cid + ".js");
   const loadImage = (id) => load("image", id, "large/" + id + ".js");
+  const loadText = (id) => load("text", id, "data/t" + id + ".js");
 
   window.LMMSView = {
     timing: S.timing,
@@ -60,6 +62,7 @@
     list([cid, rows]) { S.lists[cid] = rows; arrived("list", cid, rows); },
     detail([cid, rows]) { S.details[cid] = rows; arrived("detail", cid, rows); },
     image(id, url) { S.images[id] = url; arrived("image", id, url); },
+    text([id, text]) { S.texts[id] = text; arrived("text", id, text); },
   };
 
   // ---------------------------------------------------------------- tables
@@ -68,6 +71,9 @@
     root.appendChild(el("h2", null, "Runs"));
     root.appendChild(el("ul", null, m.runs.map((r) => el("li", null, r.describe))));
     if (m.warnings.length) root.appendChild(el("ul", { class: "notes" }, m.warnings.map((w) => el("li", null, w))));
+    if (m.skipped) root.appendChild(el("p", { class: "notes", id: "skipped-lines" }, m.skipped + (m.skipped === 1 ? " line" : " lines") +
+      " of the samples files skipped: not samples (cut short, not UTF-8, not JSON or not a JSON object; each named in the warnings above). The samples list holds the other lines."));
+    for (const note of m.data_notes || []) root.appendChild(el("p", { class: "notes data-note" }, note));
     if (m.missing_data.length) root.appendChild(el("p", { class: "notes" }, "No images for " + m.missing_data.join(", ") +
       ": the page was written without a local copy of their data (lmms-spatial view --data KEY=PATH)."));
     for (const t of m.tables) {
@@ -261,6 +267,28 @@
     const i = rows.findIndex((row) => String(row[0]) === String(doc));
     return i < 0 ? null : { e: entry, c: c.id, i, row: rows[i] };
   }
+  // A text longer than the preview (m.preview characters) shows its start, "…" and a "show all" button that puts the
+  // whole text in the same text node: from data/t<N>.js for a prompt, reply or parsed answer (x.long[field] = [N,
+  // length]), from the text given (whole) otherwise. The page never holds a long text in its DOM unasked.
+  function longText(field, shown, cut, whole) {
+    const node = document.createTextNode(shown);
+    if (!cut) return { nodes: [node], button: null };
+    const dots = el("span", { class: "cut" }, "…");
+    const button = el("button", { type: "button", class: "show-all", "data-field": field },
+      "show all (" + cut[1].toLocaleString("en-US") + " characters)");
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      node.data = whole !== undefined ? whole : await loadText(cut[0]);
+      dots.remove(); button.remove();
+    });
+    return { nodes: [node, dots], button };
+  }
+  function recordText(pre, after, record) {
+    const json = JSON.stringify(record, null, 1), n = S.manifest.preview;
+    const t = longText("record", json.length > n ? json.slice(0, n) : json, json.length > n ? [null, json.length] : null, json);
+    pre.append(...t.nodes);
+    if (t.button) after.appendChild(t.button);
+  }
   async function openSample(r, keepHash) {
     const m = S.manifest, d = clear($("detail"));
     d.hidden = false;
@@ -275,12 +303,17 @@
     } else {
       d.appendChild(el("p", { class: "notes" }, r.e.data === null && r.e.benchmark ? "Images: not in this page (written without the " + r.e.benchmark + " data)." : "No image found for this document."));
     }
-    const kv = (pairs) => el("dl", { class: "kv" }, pairs.filter((p) => p[1] !== null && p[1] !== undefined && p[1] !== "").map(([k, v]) => [el("dt", null, k), el("dd", null, String(v))]));
+    const kv = (pairs) => el("dl", { class: "kv" }, pairs.filter((p) => p[1] !== null && p[1] !== undefined && p[1] !== "").map(([k, v]) => [el("dt", null, k), el("dd", null, v instanceof Node ? v : String(v))]));
+    const long = x.long || {};
+    const prompt = longText("prompt", x.prompt, long.prompt), reply = longText("reply", x.reply, long.reply);
     d.appendChild(el("h3", null, "Prompt as sent"));
-    d.appendChild(el("pre", { id: "detail-prompt" }, el("span", { class: "tmpl" }, r.e.prefix), x.prompt, el("span", { class: "tmpl" }, r.e.suffix)));
+    d.appendChild(el("pre", { id: "detail-prompt" }, el("span", { class: "tmpl" }, r.e.prefix), prompt.nodes, el("span", { class: "tmpl" }, r.e.suffix)));
+    if (prompt.button) d.appendChild(el("p", { class: "show-all-line" }, prompt.button));
     d.appendChild(el("h3", null, "Reply"));
-    d.appendChild(el("pre", { id: "detail-reply" }, x.reply));
-    d.appendChild(kv([[x.judged_whole ? "answer (the whole reply, as judged)" : "parsed answer", x.parsed === null ? "(none: unparsed)" : x.parsed], ["why", x.why], ["rule", x.rule], ["ground truth", x.truth],
+    d.appendChild(el("pre", { id: "detail-reply" }, reply.nodes));
+    if (reply.button) d.appendChild(el("p", { class: "show-all-line" }, reply.button));
+    const parsed = x.parsed === null ? null : longText("parsed", x.parsed, long.parsed);
+    d.appendChild(kv([[x.judged_whole ? "answer (the whole reply, as judged)" : "parsed answer", parsed === null ? "(none: unparsed)" : parsed.button ? el("span", null, parsed.nodes, " ", parsed.button) : x.parsed], ["why", x.why], ["rule", x.rule], ["ground truth", x.truth],
       ["score", row[2] === null ? "-" : row[2]], ["metric", x.metric], ["category", row[5]], ["document hash", x.doc_hash]]));
     for (const b of x.blocks) d.appendChild(block(b));
     d.appendChild(el("h3", null, "Every model on this question"));
@@ -293,7 +326,10 @@
       tb.appendChild(el("tr", { class: e.run === r.e.run ? "current" : "" }, el("td", null, m.runs[e.run].label), el("td", null, other.row[3]),
         el("td", { class: "o-" + oo }, OUTCOME_TEXT[oo]), el("td", { class: "num" }, other.row[2] === null ? "-" : String(other.row[2])), el("td", null, other.row[7])));
     }
-    const rec = el("details", null, el("summary", null, "score record (" + (x.metric || "none") + ")"), el("pre", null, JSON.stringify(x.record, null, 1)));
+    // the record is written into the page when it is opened (it may hold a long reply), and shown as a long text
+    const recPre = el("pre", { id: "detail-record" }), recAfter = el("p", { class: "show-all-line" });
+    const rec = el("details", null, el("summary", null, "score record (" + (x.metric || "none") + ")"), recPre, recAfter);
+    rec.addEventListener("toggle", () => { if (rec.open && !recPre.firstChild) recordText(recPre, recAfter, x.record); });
     d.appendChild(rec);
     d.scrollIntoView({ block: "start" });
   }
@@ -373,6 +409,9 @@
     }
     return out;
   }
+  // the text the figure wraps for its last six lines: a text over the preview's length from its last m.preview
+  // characters (wrapping a prompt of megabytes word by word would take seconds)
+  const ending = (t) => (t.length <= S.manifest.preview ? t : t.slice(-S.manifest.preview));
   async function drawFigure() {
     const m = S.manifest, canvas = $("fig-canvas"), ctx = canvas.getContext("2d");
     const items = [];
@@ -392,13 +431,14 @@
         const url = await loadImage(x.images[0]);
         img = await new Promise((res) => { const im = new Image(); im.onload = () => res(im); im.onerror = () => res(null); im.src = url; });
       }
-      items.push({ q, first, x, img, answers });
+      const prompt = x.long && x.long.prompt ? await loadText(x.long.prompt[0]) : x.prompt;  // its end: the question
+      items.push({ q, first, x, img, answers, prompt });
     }
     const W = 560, pad = 20, cols = Math.max(1, Math.min(3, items.length));
     ctx.font = "15px sans-serif";
     const panels = items.map((it) => {
       const imgH = it.img ? Math.round(W * it.img.height / it.img.width) : 0;
-      const question = wrap(ctx, it.x.prompt.trim() || (it.first.e.prefix + it.first.e.suffix).trim(), W).slice(-6);
+      const question = wrap(ctx, ending(it.prompt).trim() || (it.first.e.prefix + it.first.e.suffix).trim(), W).slice(-6);
       const lines = it.answers.map((a) => a[0] + ": " + a[1]);
       return { it, imgH, question, lines, h: imgH + 24 + question.length * 19 + 10 + (lines.length + 1) * 20 + pad };
     });
@@ -476,7 +516,7 @@
     const m = S.manifest;
     renderTables();
     fillFilters();
-    status(m.samples + " samples in " + m.tasks.length + " run tasks");
+    status(m.samples + " samples in " + m.tasks.length + " run tasks" + (m.skipped ? "; " + m.skipped + (m.skipped === 1 ? " line" : " lines") + " skipped (not samples)" : ""));
     for (const b of document.querySelectorAll("nav button")) b.addEventListener("click", () => tab(b.dataset.tab));
     for (const id of ["f-benchmark", "f-task", "f-run"]) $(id).addEventListener("change", () => { fillFilters(); S.started = true; refresh(); });
     for (const id of ["f-category", "f-outcome", "f-compare"]) $(id).addEventListener("change", () => { S.started = true; refresh(); });
