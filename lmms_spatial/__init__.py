@@ -3,4 +3,4 @@
 Kept import-free on purpose: the startup hook imports this package in every Python process.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -32,18 +32,22 @@ _INSTRUCT = re.compile(r"-(?:instruct|inst)$")
 
 def normalise(name: str) -> str:
     """A model name as the matching reads it: ``Qwen/Qwen2.5-VL-72B-Instruct`` -> ``qwen2-5-vl-72b``."""
-    text = str(name).strip().rsplit("/", 1)[-1].lower()
+    text = str(name).strip().split("/")[-1].lower()
     text = _SEPARATORS.sub("-", text).strip("-")
     text = _DATE.sub("", text)
     return _INSTRUCT.sub("", text)
 
 
-def run_names(label: str, args: str = "") -> list[str]:
-    """What a run is known by: its label, and the ``pretrained`` / ``model_version`` it was given."""
+MODEL_ARGS = ("pretrained", "model_version", "model")  # the model_args that name the weights or the API model
+
+
+def run_names(label: str, args: str | None = None) -> list[str]:
+    """What a run is known by: its label, and the ``pretrained`` / ``model_version`` / ``model`` it was given (a
+    local checkpoint's path too: its last folder is its name)."""
     names = [label]
-    for part in str(args or "").split(","):
+    for part in args.split(",") if args else ():
         key, _, value = part.partition("=")
-        if key.strip() in ("pretrained", "model_version", "model") and value.strip():
+        if key.strip() in MODEL_ARGS and value.strip():
             names.append(value.strip())
     return names
 
@@ -51,22 +55,23 @@ def run_names(label: str, args: str = "") -> list[str]:
 def match(names: Iterable[str], rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The published row whose model (or a name in its ``known_as``) reads as one of ``names``; None when no row
     does, or when two rows do (an ambiguous name matches nothing)."""
-    wanted = {normalise(n) for n in names if str(n).strip()}
-    found = [r for r in rows if wanted & {normalise(n) for n in [r.get("model", ""), *r.get("known_as", [])]}]
+    wanted = {normalise(n) for n in names} - {""}
+    found = [r for r in rows if wanted & {normalise(n) for n in [r["model"], *r.get("known_as", [])]}]
     return found[0] if len(found) == 1 else None
 
 
 def easi_grade(delta: float, scale: float) -> str | None:
     """EASI's grade of |Δ| (``≤2.5``, ``≤5``, ``>5`` points of a percentage) for a table of ``scale`` (100: values in
     percent; 1: fractions); None for a non-finite Δ."""
-    if not math.isfinite(delta) or scale <= 0:
+    if not math.isfinite(delta):
         return None
     points = abs(delta) * 100.0 / scale
     return next(grade for grade, bound, _ in EASI_MARKS if points <= bound + 1e-9)
 
 
-def easi_mark(grade: str | None) -> str:
-    return next((mark for g, _, mark in EASI_MARKS if g == grade), "")
+def easi_mark(grade: str) -> str:
+    """EASI's mark of a grade: ``≤2.5`` -> ✅."""
+    return {g: mark for g, _, mark in EASI_MARKS}[grade]
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,7 @@ def interval(value: float, lo: float | None, hi: float | None, err: float | None
 
 
 def compare(column: str, value: float, paper: float, bounds: tuple[float, float] | None, scale: float,
-            percentage: bool = True) -> Comparison:  # fmt: skip
+            percentage: bool) -> Comparison:  # fmt: skip
     """The comparison of one cell (all in the table's units)."""
     inside = None if bounds is None else bounds[0] - 1e-9 <= paper <= bounds[1] + 1e-9
     delta = value - paper

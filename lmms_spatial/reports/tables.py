@@ -610,7 +610,7 @@ def build_table(
                                            ref["rows"]) if ref else None  # fmt: skip
         if published_row is not None:
             delta, note = _reproduced(e, published_row, cells, layout, scale, f"{ref_file['paper']} {ref['table']}")
-            table.rows.append(Row(f"Δ vs {published_row['model']} (published)", "delta", delta, model=e.base))
+            table.rows.append(Row(f"Δ vs {published_row['model']} (published)", "delta", delta))
             table.notes.append(note)
         for extra_label, make in layout.extra_rows:
             specs = [make(c) for c in layout.columns]

@@ -6,7 +6,8 @@ Layout of ``OUT``::
     index.html app.js app.css          the page (ours; no CDN, no request outside the folder)
     data/manifest.js                   runs, tables, plots, and per (run, task) its counts and chunk list
     data/l<N>.js                       list rows of a chunk (CHUNK samples): what the list, filters and sort read
-    data/d<N>.js                       the same samples' details: prompt, reply, score record, evidence blocks
+    data/d<N>.js                       the same samples' details: prompt (or its chat turns), reply, token counts,
+                                       score record, evidence blocks
     thumbs/<hash>.jpg large/<hash>.js  each distinct image once (:mod:`lmms_spatial.view.images`)
     plots/*.png                        the report's plots
 
@@ -223,6 +224,13 @@ class SampleWriter:
                     "parsed": self.cut(evidence.text(parsed)) if parsed is not None else (None, None),
                 }
                 long = {field: where for field, (_, where) in shown.items() if where}  # cut: [text file, length]
+                turns = evidence.conversation(line)
+                for turn in turns or ():
+                    for part in turn["parts"]:
+                        if "text" in part:
+                            part["text"], where = self.cut(part["text"])
+                            if where:
+                                part["long"] = where
                 rows.append([line.get("doc_id"), evidence.OUTCOMES.index(outcome),
                              None if score is None else round(score, 4), _short(evidence.text(parsed), SHORT),
                              _short(evidence.truth(line, record, benchmark), SHORT), cat, _short(middle, SNIPPET),
@@ -232,6 +240,8 @@ class SampleWriter:
                     "reply": shown["reply"][0],
                     "parsed": shown["parsed"][0],
                     **({"long": long} if long else {}),
+                    **({"turns": turns} if turns is not None else {}),
+                    **({"tokens": tokens} if (tokens := evidence.token_counts(line)) is not None else {}),
                     "judged_whole": "parsed" not in record,
                     "why": record.get("reason") or record.get("rule_reason"),
                     "rule": record.get("rule_reason") if record.get("reason") else None,

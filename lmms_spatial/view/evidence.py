@@ -91,10 +91,80 @@ def reply_text(line: Mapping[str, Any]) -> str:
 
 
 def prompt_text(line: Mapping[str, Any]) -> str:
+    """The request as one text (what the list shows and searches): ``input``; chat messages (:func:`conversation`)
+    as their turns' texts, ``role: text``, an image as ``<image>``; else ``arguments`` as JSON."""
+    turns = conversation(line)
+    if turns is not None:
+        return "\n\n".join(t["role"] + ": " + " ".join(map(_part_text, t["parts"])) for t in turns)
     value = line.get("input")
     if value is None:
         value = line.get("arguments")
     return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+IMAGE_PARTS = frozenset({"image", "image_url", "input_image"})  # content parts of a chat message that are images
+_TOKEN_KEYS = (("input", ("input_tokens", "prompt_tokens")), ("output", ("output_tokens", "completion_tokens")),
+               ("reasoning", ("reasoning_tokens",)))  # fmt: skip
+
+
+def conversation(line: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The request as chat turns, where the line logs it as messages (``input`` a list of ``{"role", "content"}``,
+    content a text or a list of parts): ``[{"role", "parts": [{"text": ...} | {"image": k} | {"other": type}]}]``,
+    ``k`` counting the image parts in order (the k-th image of the document). None where the line logs the request
+    as one text, as lmms-eval 0.7 does (``input`` is the context string): the page then shows one user turn, the
+    document's images then the text, the order of our tasks' ``doc_to_messages``."""
+    messages = line.get("input")
+    if not isinstance(messages, list) or not messages:
+        return None
+    if not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in messages):
+        return None
+    turns: list[dict[str, Any]] = []
+    images = 0
+    for message in messages:
+        content = message.get("content")
+        parts: list[dict[str, Any]] = []
+        for part in content if isinstance(content, list) else [content]:
+            kind = part.get("type") if isinstance(part, Mapping) else None
+            if isinstance(part, str):
+                parts.append({"text": part})
+            elif kind == "text" or (kind is None and isinstance(part, Mapping) and isinstance(part.get("text"), str)):
+                parts.append({"text": text(part.get("text"))})
+            elif kind in IMAGE_PARTS:
+                parts.append({"image": images})
+                images += 1
+            elif part is not None:
+                parts.append({"other": str(kind) if kind else type(part).__name__})
+        turns.append({"role": message["role"], "parts": parts})
+    return turns
+
+
+def _part_text(part: Mapping[str, Any]) -> str:
+    return part["text"] if "text" in part else "<image>" if "image" in part else f"<{part['other']}>"
+
+
+def token_counts(line: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The tokens lmms-eval recorded for the line (``token_counts``, lmms-eval 0.7: one entry per request, each
+    null, ``{}`` or ``{"input_tokens", "output_tokens", "reasoning_tokens"}`` less the ones its model did not
+    report; a single dict is read as one request): ``{"requests", "recorded", "input", "output", "reasoning"}``,
+    each count summed over the requests that report it (None where none does); ``recorded`` 0: the model
+    reported none. None where the line has no ``token_counts`` (lmms-eval before 0.7)."""
+    if "token_counts" not in line:
+        return None
+    value = line["token_counts"]
+    entries = value if isinstance(value, list) else [value]
+    flat = [e for entry in entries for e in (entry if isinstance(entry, list) else [entry])]
+    out: dict[str, Any] = {"requests": len(flat), "recorded": 0, "input": None, "output": None, "reasoning": None}
+    for entry in flat:
+        if not isinstance(entry, Mapping):
+            continue
+        found = False
+        for name, keys in _TOKEN_KEYS:
+            n = next((v for k in keys if (v := number(entry.get(k))) is not None and v >= 0), None)
+            if n is not None:
+                out[name] = (out[name] or 0) + int(n)
+                found = True
+        out["recorded"] += found
+    return out
 
 
 def category(record: Mapping[str, Any]) -> str:

@@ -10,7 +10,17 @@ from report_fixtures import mmsi_scores, odi_scores, write_run
 
 from lmms_spatial.reports import render
 from lmms_spatial.reports.report import build_tables
-from lmms_spatial.reports.reproduction import compare, easi_grade, interval, match, normalise, run_names
+from lmms_spatial.reports.reproduction import (
+    Comparison,
+    compare,
+    easi_grade,
+    easi_mark,
+    interval,
+    match,
+    normalise,
+    run_names,
+    verdict,
+)
 from lmms_spatial.reports.runs import load_runs
 
 STAMP = "20260101_000000"
@@ -25,7 +35,9 @@ ODI_ROWS = [{"model": m} for m in ("GPT-4o", "Blind GPT-4o", "InternVL2.5-8B", "
     ("name", "read"),
     [("Qwen/Qwen2.5-VL-72B-Instruct", "qwen2-5-vl-72b"), ("OpenGVLab/InternVL2_5-8B", "internvl2-5-8b"),
      ("gpt-4o-2024-08-06", "gpt-4o"), ("claude-3-5-sonnet-20240620", "claude-3-5-sonnet"),
-     ("Qwen2.5-3B-Inst.", "qwen2-5-3b"), ("MiniCPM-V 4.0", "minicpm-v-4-0"), ("DS-7B-Chat", "ds-7b-chat")],  # fmt: skip
+     ("Qwen2.5-3B-Inst.", "qwen2-5-3b"), ("MiniCPM-V 4.0", "minicpm-v-4-0"), ("DS-7B-Chat", "ds-7b-chat"),
+     ("/ckpts/org/Qwen2.5-VL-72B-Instruct", "qwen2-5-vl-72b"), ("XComposer2", "xcomposer2"), ("_x_", "x"),
+     ("", "")],  # fmt: skip
 )
 def test_a_name_is_read_without_its_organisation_case_separators_instruct_suffix_or_snapshot_date(name, read):
     assert normalise(name) == read
@@ -42,23 +54,56 @@ def test_a_run_is_matched_by_its_label_or_checkpoint_to_exactly_one_published_ro
     rows = [{"model": "LLaVA-v1.5-7B", "known_as": ["llava-hf/llava-1.5-7b-hf"]}, {"model": "x"}, {"model": "X"}]
     assert match(["llava-1.5-7b-hf"], rows)["model"] == "LLaVA-v1.5-7B"
     assert match(["x"], rows) is None
+    assert match(["", "  "], [{"model": ""}, {"model": "GPT-4o"}]) is None  # an empty name matches no row
+
+
+def test_easis_mark_of_each_grade():
+    assert [easi_mark(g) for g in ("≤2.5", "≤5", ">5")] == ["✅", "☑️", "❌"]
+
+
+def test_the_verdict_counts_the_columns_inside_names_those_outside_and_says_what_differed_and_partial():
+    comparisons = [
+        Comparison("Avg.", 50.0, 49.0, 1.0, True, "≤2.5"), Comparison("MSR", 40.0, 30.0, 10.0, False, ">5"),
+        Comparison("Mot.", 20.0, 16.0, 4.0, False, "≤5"), Comparison("dist.", 9.0, 8.0, 1.0, None, None),
+    ]  # fmt: skip
+    assert verdict("m (20/40)", "M", "P Table 1", comparisons, ["gen max_new_tokens=16", "rule-based judge"],
+                   "20 of 40 documents") == (  # fmt: skip
+        "reproduction: m (20/40) against the published row M (P Table 1): the published value lies inside the run's "
+        "95% interval in 1 of 3 columns (outside: MSR, Mot.); EASI's grades of |Δ| in points (blind to sample size "
+        "and protocol): ≤2.5 in 1, ≤5 in 1, >5 in 1; what differed from the paper's protocol: gen max_new_tokens=16; "
+        "rule-based judge; partial: 20 of 40 documents, the paper's row covers the whole split"
+    )
+    assert verdict("m", "M", "P", comparisons[:1], [], None) == (
+        "reproduction: m against the published row M (P): the published value lies inside the run's 95% interval in "
+        "1 of 1 columns; EASI's grades of |Δ| in points (blind to sample size and protocol): ≤2.5 in 1; what differed "
+        "from the paper's protocol: nothing the run recorded"
+    )
+    assert verdict("m", "M", "P", comparisons[3:], [], None) == (
+        "reproduction: m against the published row M (P): the run has no 95% interval for these columns (no samples "
+        "file): only Δ and EASI's marks; what differed from the paper's protocol: nothing the run recorded"
+    )
 
 
 def test_the_run_is_known_by_its_label_and_the_checkpoint_or_api_model_it_was_given():
-    assert run_names("m", "pretrained=org/m,dtype=bf16, model_version = v1") == ["m", "org/m", "v1"]
-    assert run_names("m", "") == ["m"]
+    given = "pretrained=org/m,dtype=bf16, model_version = v1,model=org/v"
+    assert run_names("m", given) == ["m", "org/m", "v1", "org/v"]
+    assert run_names("m", "pretrained=/ckpt/step=3/Qwen2.5-VL-7B") == ["m", "/ckpt/step=3/Qwen2.5-VL-7B"]
+    assert run_names("m", "") == run_names("m", None) == run_names("m") == ["m"]
+    assert run_names("m", "pretrained=,seed=3") == ["m"]  # an empty value names nothing
 
 
 # --- the verdict rules ----------------------------------------------------------------------------------------------
 
 
 def test_the_paper_is_judged_against_the_runs_bootstrap_interval_edges_included():
-    assert compare("Avg.", 54.5, 30.7, (27.3, 81.8), 100).inside is True
-    assert compare("Avg.", 54.5, 27.3, (27.3, 81.8), 100).inside is True  # on the edge: inside
-    assert compare("Avg.", 54.5, 27.2, (27.3, 81.8), 100).inside is False
-    assert compare("Avg.", 54.5, 81.9, (27.3, 81.8), 100).inside is False
-    assert compare("Avg.", 54.5, 30.7, None, 100).inside is None  # no interval: no verdict, Δ and EASI only
-    assert compare("Avg.", 54.5, 30.7, None, 100).delta == pytest.approx(23.8)
+    assert compare("Avg.", 54.5, 30.7, (27.3, 81.8), 100, True).inside is True
+    assert compare("Avg.", 54.5, 27.3, (27.3, 81.8), 100, True).inside is True  # on the edge: inside
+    assert compare("Avg.", 54.5, 27.2, (27.3, 81.8), 100, True).inside is False
+    assert compare("Avg.", 54.5, 81.9, (27.3, 81.8), 100, True).inside is False
+    assert compare("Avg.", 54.5, 30.7, None, 100, True).inside is None  # no interval: no verdict, Δ and EASI only
+    assert compare("Avg.", 54.5, 81.8, (27.3, 81.8), 100, True).inside is True  # the upper edge too
+    assert compare("Avg.", 27.3 + 1e-12, 27.3, (27.300000000000004, 81.8), 100, True).inside is True  # float noise
+    assert compare("Avg.", 54.5, 30.7, None, 100, True) == Comparison("Avg.", 54.5, 30.7, 54.5 - 30.7, None, ">5")
 
 
 def test_pooled_seeds_give_mean_plus_minus_1_96_standard_errors_and_a_ci_wins_over_them():
@@ -80,6 +125,7 @@ def test_easis_grade_is_by_absolute_delta_in_points_of_a_percentage(delta, scale
 
 def test_a_column_that_is_not_a_percentage_gets_no_easi_mark():
     assert compare("dist.", 9.6, 9.0, (9.0, 10.0), 1, percentage=False).grade is None
+    assert compare("F1", 0.30, 0.29, (0.2, 0.4), 1, percentage=True).grade == "≤2.5"  # 1 point of a fraction
 
 
 # --- in the report --------------------------------------------------------------------------------------------------
@@ -119,11 +165,49 @@ def test_a_model_without_a_published_row_gets_none(tmp_path):
 
 def test_a_partial_run_off_the_protocol_says_so_in_its_verdict(tmp_path):
     scores = {t: s[:2] for t, s in odi_scores(0).items()}
-    write_run(tmp_path / "q", STAMP, QWEN72, scores, None, model="qwen2_5_vl", of=4, limit=2)
+    options = {"LMMS_SPATIAL_ODI_MAX_PIXELS": "1003520", "LMMS_SPATIAL_ODI_PROMPT": "v2",
+               "LMMS_SPATIAL_DORI_SEED": "42"}
+    write_run(tmp_path / "q", STAMP, QWEN72, scores, None, options, model="qwen2_5_vl", of=4, limit=2)
     table = {t.key: t for t in build_tables(load_runs([tmp_path / "q"]))}["odi_bench_close"]
     [note] = [n for n in table.notes if n.startswith("reproduction:")]
-    assert note.endswith("; partial: 20 of 40 documents, the paper's row covers the whole split")
-    assert "against the published row Qwen2.5-VL-72B (ODI-Bench Table 2" in note
+    assert note.startswith("reproduction: Qwen2.5-VL-72B-Instruct (20/40) against the published row Qwen2.5-VL-72B "
+                           "(ODI-Bench Table 2")  # fmt: skip
+    # the image and prompt options differ from the protocol; an option of what is scored (a seed) does not; n/N is
+    # said once, as partial
+    assert note.endswith("; what differed from the paper's protocol: run options LMMS_SPATIAL_ODI_MAX_PIXELS=1003520, "
+                         "LMMS_SPATIAL_ODI_PROMPT=v2; partial: 20 of 40 documents, the paper's row covers the whole "
+                         "split")  # fmt: skip
+
+
+def test_a_run_renamed_with_labels_is_matched_by_the_checkpoint_it_was_given(tmp_path):
+    write_run(tmp_path / "q", STAMP, QWEN72, {}, mmsi_scores(0), model="qwen2_5_vl")
+    table = {t.key: t for t in build_tables(load_runs([tmp_path / "q"], labels=["my run"]))}["mmsi"]
+    assert [r.label for r in table.rows][:2] == ["my run", "Δ vs Qwen2.5-VL-72B (published)"]
+
+
+def test_seeds_of_a_published_model_are_judged_by_mean_plus_minus_1_96_standard_errors(tmp_path):
+    for seed in range(3):
+        write_run(tmp_path / f"s{seed}", STAMP, f"{QWEN72},seed={seed}", {}, mmsi_scores(seed), model="qwen2_5_vl")
+    table = _mmsi(tmp_path)
+    col = {h: i for i, h in enumerate(table.headers)}["Avg."]
+    model, delta = (r.cells[col] for r in table.rows[:2])
+    assert model.err is not None and model.lo is None and table.rows[1].kind == "delta"
+    # seeds 0, 1, 2: 6/11, 5/11, 6/11 right
+    assert model.value == pytest.approx(100 * 17 / 33)
+    assert delta.value == pytest.approx(100 * 17 / 33 - 30.7)
+    assert delta.inside == (model.value - 1.959964 * model.err <= 30.7 <= model.value + 1.959964 * model.err)
+
+
+def test_a_column_that_is_not_a_percentage_gets_delta_and_interval_but_no_easi_grade(tmp_path):
+    from lmms_spatial.reports.tables import Column, Layout, Leaf, build_table
+
+    write_run(tmp_path / "q", STAMP, QWEN72, {}, mmsi_scores(0), model="qwen2_5_vl")
+    layout = Layout("mmsi", "mmsi", "t", (Column("accuracy", "Avg.", Leaf("mmsi_vanilla", "accuracy"), scaled=False),
+                                         Column("MSR", "MSR", None)), reference="main")  # fmt: skip
+    table = build_table(layout, load_runs([tmp_path / "q"]))
+    avg, msr = table.rows[1].cells
+    assert avg.value == pytest.approx(6 / 11 - 30.7) and avg.grade is None and avg.inside is False
+    assert msr.value is None  # a published-only column: nothing of the run to compare
 
 
 def test_every_format_shows_the_delta_row_and_the_latex_compiles(tmp_path):

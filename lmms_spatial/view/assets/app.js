@@ -6,9 +6,12 @@
   const S = {
     manifest: null, lists: {}, details: {}, images: {}, texts: {}, waiting: {}, rows: [], page: 0, perPage: 100,
     marked: new Map(), timing: { start: performance.now() }, want: new Set(), seq: 0,
+    current: null, view: [], openSeq: 0, reveal: false, revealDetail: false,
   };
   const $ = (id) => document.getElementById(id);
   const OUTCOME_TEXT = { right: "right", wrong: "wrong", unparsed: "unparsed", judge_failure: "judge failure", not_scored: "not scored" };
+  const WRONG = new Set(["wrong", "unparsed", "judge_failure"]);  // what n / p step to: an answer not right (scored)
+  const WIDE = window.matchMedia("(min-width: 1100px)");  // list and detail side by side (app.css)
 
   function el(tag, props, ...kids) {
     const e = document.createElement(tag);
@@ -213,17 +216,21 @@
       }
       const runs = [...new Set(rows.map((r) => r.e.run))].sort((a, b) => a - b);
       const list = [...groups.values()];
+      for (const g of list) g.runs = runs;
+      const at = showView(list, true);
       $("list-info").textContent = list.length + " questions, " + rows.length + " answers" + loading;
       thead.appendChild(el("tr", null, el("th", null, "mark"), el("th", null, "task"), el("th", null, "doc"), el("th", null, "question"), el("th", null, "truth"), runs.map((i) => el("th", null, m.runs[i].label))));
       pageOf(list).forEach((g) => {
         const tr = el("tr", { class: "compare-row", "data-task": g.task, "data-doc": String(g.doc) },
-          el("td", null, markBox(g.first)), el("td", null, g.task), el("td", null, String(g.doc)), el("td", null, g.first.row[6]), el("td", null, g.first.row[4]),
+          el("td", null, markBox(g.first)), el("td", null, g.task), el("td", null, String(g.doc)), el("td", { class: "q", title: g.first.row[6] }, g.first.row[6]), el("td", null, g.first.row[4]),
           runs.map((i) => { const r = g.by[i]; return r ? el("td", { class: "o-" + m.outcomes[r.row[1]], title: OUTCOME_TEXT[m.outcomes[r.row[1]]] }, r.row[3] || "(unparsed)") : el("td", null, "-"); }));
         tr.addEventListener("click", (ev) => { if (ev.target.type !== "checkbox") openSample(g.first); });
         tbody.appendChild(tr);
       });
-      return pager(list.length);
+      pager(list.length);
+      return shownCurrent(at);
     }
+    const at = showView(rows, false);
     $("list-info").textContent = rows.length + " samples" + loading;
     thead.appendChild(el("tr", null, ["mark", "model", "task", "doc", "category", "outcome", "score", "parsed", "truth", "question", "reply", "image"].map((h) => el("th", null, h))));
     pageOf(rows).forEach((r) => {
@@ -231,13 +238,53 @@
       const tr = el("tr", { class: "sample-row", "data-task": r.e.task, "data-doc": String(row[0]), "data-run": String(r.e.run) },
         el("td", null, markBox(r)), el("td", null, m.runs[r.e.run].label), el("td", null, r.e.task), el("td", null, String(row[0])),
         el("td", null, row[5]), el("td", { class: "o-" + o }, OUTCOME_TEXT[o]), el("td", { class: "num" }, row[2] === null ? "-" : String(row[2])),
-        el("td", { class: "parsed" }, row[3]), el("td", null, row[4]), el("td", null, row[6]), el("td", { class: "reply" }, row[7]),
+        el("td", { class: "parsed" }, row[3]), el("td", null, row[4]), el("td", { class: "q", title: row[6] }, row[6]), el("td", { class: "reply", title: row[7] }, row[7]),
         el("td", null, row[8] ? el("img", { class: "thumb", src: "thumbs/" + row[8] + ".jpg", alt: "", loading: "lazy" }) : ""));
       tr.addEventListener("click", (ev) => { if (ev.target.type !== "checkbox") openSample(r); });
       tbody.appendChild(tr);
     });
     pager(rows.length);
     if (!S.timing.firstPage && rows.length) S.timing.firstPage = performance.now() - S.timing.start;
+    shownCurrent(at);
+  }
+  // The list as shown (its filter and sort): what j / k / n / p step through. An item is a sample, or in compare
+  // mode a question (its samples in .by). While a sample was just opened (S.reveal), its page is shown.
+  function showView(list, compare) {
+    S.view = list; S.viewCompare = compare;
+    const at = S.current ? list.findIndex(isCurrent) : -1;
+    if (S.reveal && at >= 0) S.page = Math.floor(at / S.perPage);
+    return at;
+  }
+  function shownCurrent(at) {
+    markCurrent(S.reveal && at >= 0);
+    if (S.complete) S.reveal = false;
+    if (S.revealDetail && !WIDE.matches) revealDetail();  // a deep link on a narrow screen: the list grew above it
+    if (S.complete) S.revealDetail = false;
+  }
+  function isCurrent(item) {
+    const c = S.current;
+    if (!c) return false;
+    const r = S.viewCompare ? item.first : item;
+    return r.e.task === c.task && String(r.row[0]) === c.doc && (S.viewCompare || r.e.run === c.run);
+  }
+  // the current sample's row highlighted (and scrolled into the list's view: scroll)
+  function markCurrent(scroll) {
+    const c = S.current;
+    for (const tr of document.querySelectorAll("#list tbody tr.current")) tr.classList.remove("current");
+    if (!c) return;
+    for (const tr of $("list").tBodies[0].rows) {
+      if (tr.dataset.task === c.task && tr.dataset.doc === c.doc && (S.viewCompare || tr.dataset.run === String(c.run))) {
+        tr.classList.add("current");
+        if (scroll) {
+          if (WIDE.matches) {  // within the list's pane only: the page stays where it is
+            const box = $("list-scroll"), head = $("list").tHead.getBoundingClientRect().height;
+            const top = tr.getBoundingClientRect().top - box.getBoundingClientRect().top;
+            if (top < head || top + tr.offsetHeight > box.clientHeight) box.scrollTop += top - head - Math.max(0, (box.clientHeight - head - tr.offsetHeight) / 3);
+          }
+        }
+        return;
+      }
+    }
   }
   function pageOf(list) { S.page = Math.min(S.page, Math.max(0, Math.ceil(list.length / S.perPage) - 1)); return list.slice(S.page * S.perPage, (S.page + 1) * S.perPage); }
   function pager(n) {
@@ -289,49 +336,120 @@
     pre.append(...t.nodes);
     if (t.button) after.appendChild(t.button);
   }
+  // Open a sample: its row highlighted (its page shown), the link set (keepHash: a deep link, already set) and its
+  // detail drawn from the top. A newer open (a key held down) makes an older one stop where it is.
   async function openSample(r, keepHash) {
-    const m = S.manifest, d = clear($("detail"));
-    d.hidden = false;
-    const details = await loadDetail(r.c);
-    const x = details[r.i], row = r.row, o = m.outcomes[row[1]];
+    const m = S.manifest, seq = ++S.openSeq, row = r.row, o = m.outcomes[row[1]];
+    S.current = { task: r.e.task, doc: String(row[0]), run: r.e.run };
+    S.reveal = true;
+    const at = S.view.findIndex(isCurrent);
+    if (at >= 0 && Math.floor(at / S.perPage) !== S.page) renderList(S.complete);  // its page, the row in view
+    else markCurrent(true);
+    if (S.complete) S.reveal = false;
     if (!keepHash) history.replaceState(null, "", "#task=" + encodeURIComponent(r.e.task) + "&doc=" + encodeURIComponent(String(row[0])) + "&run=" + r.e.run);
+    const details = await loadDetail(r.c);
+    if (seq !== S.openSeq) return;
+    const x = details[r.i], d = clear($("detail"));
+    d.hidden = false;
     d.appendChild(el("h2", null, m.runs[r.e.run].label + " · " + r.e.task + " · doc " + row[0] + " · ", el("span", { class: "o-" + o, id: "detail-outcome" }, OUTCOME_TEXT[o])));
     const mk = markBox(r); d.appendChild(el("label", null, mk, " mark for the figure"));
-    if (x.images.length) {
-      const crops = x.blocks.find((b) => b.type === "crops");
-      d.appendChild(el("div", { class: "images" }, x.images.map((id, i) => imageBox(id, "thumbs/" + id + ".jpg", i === (crops ? crops.image : -1) ? crops.items : null))));
-    } else {
-      d.appendChild(el("p", { class: "notes" }, r.e.data === null && r.e.benchmark ? "Images: not in this page (written without the " + r.e.benchmark + " data)." : "No image found for this document."));
-    }
     const kv = (pairs) => el("dl", { class: "kv" }, pairs.filter((p) => p[1] !== null && p[1] !== undefined && p[1] !== "").map(([k, v]) => [el("dt", null, k), el("dd", null, v instanceof Node ? v : String(v))]));
     const long = x.long || {};
-    const prompt = longText("prompt", x.prompt, long.prompt), reply = longText("reply", x.reply, long.reply);
-    d.appendChild(el("h3", null, "Prompt as sent"));
-    d.appendChild(el("pre", { id: "detail-prompt" }, el("span", { class: "tmpl" }, r.e.prefix), prompt.nodes, el("span", { class: "tmpl" }, r.e.suffix)));
-    if (prompt.button) d.appendChild(el("p", { class: "show-all-line" }, prompt.button));
-    d.appendChild(el("h3", null, "Reply"));
-    d.appendChild(el("pre", { id: "detail-reply" }, reply.nodes));
-    if (reply.button) d.appendChild(el("p", { class: "show-all-line" }, reply.button));
+    d.appendChild(conversation(r, x));
     const parsed = x.parsed === null ? null : longText("parsed", x.parsed, long.parsed);
+    const tokens = tokenText(x.tokens);
     d.appendChild(kv([[x.judged_whole ? "answer (the whole reply, as judged)" : "parsed answer", parsed === null ? "(none: unparsed)" : parsed.button ? el("span", null, parsed.nodes, " ", parsed.button) : x.parsed], ["why", x.why], ["rule", x.rule], ["ground truth", x.truth],
-      ["score", row[2] === null ? "-" : row[2]], ["metric", x.metric], ["category", row[5]], ["document hash", x.doc_hash]]));
+      ["score", row[2] === null ? "-" : row[2]], ["metric", x.metric], ["category", row[5]], ["tokens", tokens === null ? null : el("span", { id: "detail-tokens", class: x.tokens.recorded ? "" : "notes" }, tokens)], ["document hash", x.doc_hash]]));
     for (const b of x.blocks) d.appendChild(block(b));
     d.appendChild(el("h3", null, "Every model on this question"));
     const cmp = el("table", { id: "detail-compare" }, el("thead", null, el("tr", null, ["model", "parsed", "outcome", "score", "reply"].map((h) => el("th", null, h)))));
     const tb = el("tbody"); cmp.appendChild(tb); d.appendChild(cmp);
-    for (const e of m.tasks.filter((e) => e.task === r.e.task)) {
-      const other = await findRow(e, row[0]);
-      if (!other) continue;
-      const oo = m.outcomes[other.row[1]];
-      tb.appendChild(el("tr", { class: e.run === r.e.run ? "current" : "" }, el("td", null, m.runs[e.run].label), el("td", null, other.row[3]),
-        el("td", { class: "o-" + oo }, OUTCOME_TEXT[oo]), el("td", { class: "num" }, other.row[2] === null ? "-" : String(other.row[2])), el("td", null, other.row[7])));
-    }
     // the record is written into the page when it is opened (it may hold a long reply), and shown as a long text
     const recPre = el("pre", { id: "detail-record" }), recAfter = el("p", { class: "show-all-line" });
     const rec = el("details", null, el("summary", null, "score record (" + (x.metric || "none") + ")"), recPre, recAfter);
     rec.addEventListener("toggle", () => { if (rec.open && !recPre.firstChild) recordText(recPre, recAfter, x.record); });
     d.appendChild(rec);
-    d.scrollIntoView({ block: "start" });
+    revealDetail();
+    for (const e of m.tasks.filter((e) => e.task === r.e.task)) {
+      const other = await findRow(e, row[0]);
+      if (seq !== S.openSeq) return;
+      if (!other) continue;
+      const oo = m.outcomes[other.row[1]];
+      tb.appendChild(el("tr", { class: e.run === r.e.run ? "current" : "" }, el("td", null, m.runs[e.run].label), el("td", null, other.row[3]),
+        el("td", { class: "o-" + oo }, OUTCOME_TEXT[oo]), el("td", { class: "num" }, other.row[2] === null ? "-" : String(other.row[2])), el("td", null, other.row[7])));
+    }
+    d.dataset.shown = S.current.task + "\u0000" + S.current.doc + "\u0000" + S.current.run;
+  }
+  // The detail's top in view, below the sticky header: side by side, the detail's pane from its top (the page
+  // scrolled only if the pane is not in view); stacked, the page scrolled to it.
+  function revealDetail() {
+    const d = $("detail"), head = document.querySelector("header").getBoundingClientRect().bottom;
+    d.scrollTop = 0;
+    const top = d.getBoundingClientRect().top;
+    if (!WIDE.matches || top < head || top > window.innerHeight / 2) window.scrollTo(0, Math.max(0, window.scrollY + top - head - 8));
+  }
+  // lmms-eval 0.7's token_counts, as build.py sums them (evidence.token_counts); null: the line has none
+  function tokenText(t) {
+    if (!t) return null;
+    if (!t.recorded) return "not recorded (the model reported none)";
+    const counts = [["input", t.input], ["output", t.output], ["reasoning", t.reasoning]].filter((c) => c[1] !== null && c[1] !== undefined);
+    return counts.map((c) => c[1].toLocaleString("en-US") + " " + c[0]).join(" · ") + " tokens" +
+      (t.requests > 1 ? " (" + (t.recorded < t.requests ? t.recorded + " of " + t.requests + " requests recorded, summed" : "summed over " + t.requests + " requests") + ")" : "");
+  }
+  // The request as turns, then the reply. A line logging its request as messages (x.turns): each turn, its texts and
+  // its images in place (the k-th image part is the document's k-th image). A line logging one text (lmms-eval 0.7):
+  // one user turn, the document's images then the text (our tasks' doc_to_messages order), the task's shared
+  // template in grey. Stages asked before the reply (record.stage_outputs: a QA-after-map task's map) come next.
+  function conversation(r, x) {
+    const m = S.manifest, long = x.long || {};
+    const conv = el("section", { id: "detail-conversation", class: "conversation" }, el("h3", null, "Conversation"));
+    const crops = x.blocks.find((b) => b.type === "crops");
+    const image = (k) => (k < x.images.length ? imageBox(x.images[k], "thumbs/" + x.images[k] + ".jpg", k === (crops ? crops.image : -1) ? crops.items : null)
+      : el("span", { class: "notes imgbox-missing" }, "[image " + (k + 1) + ": not in this page]"));
+    const noImage = () => el("p", { class: "notes" }, r.e.data === null && r.e.benchmark ? "Images: not in this page (written without the " + r.e.benchmark + " data)." : "No image found for this document.");
+    const turn = (role, who, ...kids) => el("div", { class: "turn turn-" + role, "data-role": role }, el("div", { class: "role" }, who), kids);
+    const text = (field, shown, cut, id, pre, post) => {
+      const t = longText(field, shown, cut);
+      return [el("pre", { id }, pre ? el("span", { class: "tmpl" }, pre) : null, t.nodes, post ? el("span", { class: "tmpl" }, post) : null),
+        t.button ? el("p", { class: "show-all-line" }, t.button) : null];
+    };
+    if (x.turns) {
+      const used = new Set();
+      for (const t of x.turns) for (const p of t.parts) if (p.image !== undefined) used.add(p.image);
+      const rest = x.images.map((_, k) => k).filter((k) => !used.has(k));  // images no part names: first, in the first user turn
+      let first = true, promptId = "detail-prompt";
+      x.turns.forEach((t) => {
+        const kids = [];
+        if (first && t.role === "user") {
+          first = false;
+          if (rest.length) kids.push(el("div", { class: "images" }, rest.map(image)));
+          else if (!x.images.length && !used.size) kids.push(noImage());
+        }
+        t.parts.forEach((p) => {
+          if (p.text !== undefined) {
+            kids.push(text("turn", p.text, p.long, t.role === "user" ? promptId : null));
+            if (t.role === "user") promptId = null;
+          }
+          else if (p.image !== undefined) kids.push(el("div", { class: "images" }, image(p.image)));
+          else kids.push(el("p", { class: "notes" }, "[" + p.other + "]"));
+        });
+        conv.appendChild(turn(t.role, t.role, kids));
+      });
+    } else {
+      conv.appendChild(turn("user", "user", x.images.length ? el("div", { class: "images" }, x.images.map((_, k) => image(k))) : noImage(),
+        text("prompt", x.prompt, long.prompt, "detail-prompt", r.e.prefix, r.e.suffix)));
+    }
+    const stages = x.record && x.record.stage_outputs;
+    if (stages && typeof stages === "object" && !Array.isArray(stages)) {
+      for (const [name, out] of Object.entries(stages)) {
+        const shown = out === null || out === undefined ? "(none recorded)" : typeof out === "string" ? out : JSON.stringify(out);
+        const n = m.preview, cut = shown.length > n ? [null, shown.length] : null, t = longText("stage", cut ? shown.slice(0, n) : shown, cut, shown);
+        conv.appendChild(turn("assistant", "assistant · stage " + name + (x.turns ? "" : " (asked before the last question: the line logs the user turns as one text)"),
+          el("pre", { class: "stage" }, t.nodes), t.button ? el("p", { class: "show-all-line" }, t.button) : null));
+      }
+    }
+    conv.appendChild(turn("assistant", "assistant · " + m.runs[r.e.run].label + " (the reply)", text("reply", x.reply, long.reply, "detail-reply")));
+    return conv;
   }
   function imageBox(id, src, crops) {
     const box = el("div", { class: "imgbox", "data-image": id }, el("img", { src, alt: "" }));
@@ -391,10 +509,53 @@
     const num = /^-?\d+$/.test(doc) ? Number(doc) : doc;
     for (const e of entries) {
       const r = (await findRow(e, num)) || (await findRow(e, doc));
-      if (r) { await openSample(r, true); return; }
+      if (r) { S.revealDetail = true; await openSample(r, true); return; }
     }
     status("no document " + doc + " in " + task);
   }
+
+  // ---------------------------------------------------------------- keys
+  // j / ArrowDown: next sample, k / ArrowUp: previous, n / p: next / previous wrong answer (outcome wrong, unparsed
+  // or judge failure), all in the list's filter and sort order (compare mode: questions; n / p a question some
+  // model answered wrong, opening that answer); Escape: the larger image or a popup closed. Ignored while typing.
+  const TYPING = new Set(["checkbox", "radio", "button", "submit", "reset", "file", "color", "range"]);
+  function typing(t) {
+    if (!t || !t.tagName) return false;
+    if (t.isContentEditable || t.tagName === "TEXTAREA" || t.tagName === "SELECT") return true;
+    return t.tagName === "INPUT" && !TYPING.has((t.type || "").toLowerCase());
+  }
+  function onKey(ev) {
+    if (ev.key === "Escape") {
+      if (!$("lightbox").hidden) $("lightbox").hidden = true;
+      else if (!$("popup").hidden) { S.pinned = false; $("popup").hidden = true; }
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev.target) || $("tab-samples").hidden) return;
+    const moves = { j: [1, false], ArrowDown: [1, false], k: [-1, false], ArrowUp: [-1, false], n: [1, true], p: [-1, true] };
+    const mv = moves[ev.key];
+    if (!mv) return;
+    ev.preventDefault();
+    if (!$("lightbox").hidden) $("lightbox").hidden = true;
+    move(mv[0], mv[1]);
+  }
+  const sampleOf = (item) => (S.viewCompare ? item.first : item);
+  function wrongOf(item) {
+    const m = S.manifest, bad = (r) => r && WRONG.has(m.outcomes[r.row[1]]);
+    if (!S.viewCompare) return bad(item) ? item : null;
+    return item.runs.map((i) => item.by[i]).find(bad) || null;
+  }
+  function move(step, wrong) {
+    const list = S.view;
+    let i = list.findIndex(isCurrent);
+    if (i < 0) i = step > 0 ? -1 : list.length;  // nothing open in this list: from its top (j, n) or its end (k, p)
+    for (let j = i + step; j >= 0 && j < list.length; j += step) {
+      const r = wrong ? wrongOf(list[j]) : sampleOf(list[j]);
+      if (r) { openSample(r); return; }
+    }
+    status(!list.length ? "no samples in the list" : wrong ? "no " + (step > 0 ? "later" : "earlier") + " wrong answer in the list" : step > 0 ? "last sample of the list" : "first sample of the list");
+  }
+  // the sticky header's height, for the panes below it (app.css: --head)
+  function fitHeader() { document.documentElement.style.setProperty("--head", document.querySelector("header").offsetHeight + "px"); }
 
   // ---------------------------------------------------------------- figure
   function wrap(ctx, text, width) {
@@ -532,6 +693,9 @@
     $("fig-png").addEventListener("click", () => exportFigure("png"));
     $("fig-pdf").addEventListener("click", () => exportFigure("pdf"));
     $("fig-clear").addEventListener("click", () => { S.marked.clear(); $("marked-count").textContent = "0"; drawFigure(); });
+    document.addEventListener("keydown", onKey);
+    fitHeader();
+    window.addEventListener("resize", fitHeader);
     window.addEventListener("hashchange", followHash);
     if (location.hash.length > 1) followHash();
     document.body.dataset.ready = "1";
