@@ -175,15 +175,31 @@ def filelock_problem() -> Problem | None:
                    "pip install 'filelock<4'")  # fmt: skip
 
 
-def lmms_eval_problem() -> Problem | None:
-    """lmms-eval missing, or outside the range our patches support (:data:`lmms_spatial.plugin.SUPPORTED_RANGE`)."""
-    from lmms_spatial.plugin import _BELOW, _MIN, SUPPORTED_RANGE, _version_tuple
+# the lmms-eval versions whose internals our patches (lmms_spatial.plugin) were written against and are tested on in
+# CI (0.7.0 and 0.7.3); later 0.7.x releases are allowed, and each patch says in one line when an internal it needs
+# has changed instead of failing inside it
+SUPPORTED_RANGE = ">=0.7,<0.8"
+LMMS_EVAL_MIN, LMMS_EVAL_BELOW = (0, 7), (0, 8)
 
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"0.7.3"`` -> ``(0, 7, 3)``; the leading digits of each of the first three parts (``"0.7rc1"`` -> (0, 7))."""
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def lmms_eval_problem() -> Problem | None:
+    """lmms-eval missing, or outside the range our patches support (:data:`SUPPORTED_RANGE`)."""
     found = version_of("lmms-eval")
     fix = f"pip install 'lmms-eval{SUPPORTED_RANGE}'"
     if found is None:
         return Problem("lmms-eval", None, "lmms-spatial runs inside lmms-eval", fix)
-    if not _MIN <= _version_tuple(found) < _BELOW:
+    if not LMMS_EVAL_MIN <= version_tuple(found) < LMMS_EVAL_BELOW:
         return Problem("lmms-eval", found, f"our tasks and run fixes support lmms-eval{SUPPORTED_RANGE} only", fix)
     return None
 

@@ -26,26 +26,15 @@ from __future__ import annotations
 
 import sys
 
+# the lmms-eval versions these patches were written against: lmms_spatial.environment holds the range (the doctor
+# and the environment check read it there, below the plugin)
+from lmms_spatial.environment import LMMS_EVAL_BELOW, LMMS_EVAL_MIN, SUPPORTED_RANGE, version_tuple
+
 # with the startup hook off, the data layer patches lmms-eval when it first builds a task of ours: it calls the
 # hook module, never this package (lmms_spatial_startup.install_late)
 from lmms_spatial_startup import install_late, late_installed
 
-# the lmms-eval versions whose internals these patches were written against and are tested on in CI
-# (0.7.0 and 0.7.3); later 0.7.x releases are allowed, and each patch says in one line when an internal
-# it needs has changed instead of failing inside it
-SUPPORTED_RANGE = ">=0.7,<0.8"
-_MIN, _BELOW = (0, 7), (0, 8)
 _checked: list[bool] = []
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    parts = []
-    for piece in text.split(".")[:3]:
-        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
 
 
 def lmms_eval_version() -> str:
@@ -61,7 +50,7 @@ def supported() -> bool:
     """Whether the installed lmms-eval is in :data:`SUPPORTED_RANGE`; outside it, one line says so (once)."""
     if not _checked:
         found = lmms_eval_version()
-        ok = found == "unknown" or _MIN <= _version_tuple(found) < _BELOW
+        ok = found == "unknown" or LMMS_EVAL_MIN <= version_tuple(found) < LMMS_EVAL_BELOW
         if not ok:
             print(
                 f"lmms-spatial: lmms-eval {found} is not supported (supported: lmms-eval{SUPPORTED_RANGE}); our tasks "

@@ -85,10 +85,11 @@ FILE_NOT_RUN_UP_TO = (0, 7, 3)
 
 
 def _single_files_of_ours(requested: list[str]) -> list[str]:
-    from lmms_spatial.plugin import _version_tuple, lmms_eval_version
+    from lmms_spatial.environment import version_tuple
+    from lmms_spatial.plugin import lmms_eval_version
     from lmms_spatial.plugin.ours import is_yaml_file_of_ours
 
-    if _version_tuple(lmms_eval_version()) > FILE_NOT_RUN_UP_TO:
+    if version_tuple(lmms_eval_version()) > FILE_NOT_RUN_UP_TO:
         return []
     return [entry for entry in requested if is_yaml_file_of_ours(entry)]
 
