@@ -164,9 +164,11 @@ def check_sharing(cache: Any) -> list[bool]:
     cache._lmms_spatial_sharing = sharing
     if not all(sharing) and rank() == 0:
         apart = [r for r, shared in enumerate(sharing) if not shared]
-        print(f"lmms-spatial: ranks {', '.join(map(str, apart))} do not share this machine's disk "
-              f"({getattr(cache, '_cache_root', '')}): this machine's kept answers are sent to them now, and their "
-              "answers to this machine's store before it is merged", file=sys.stderr, flush=True)  # fmt: skip
+        who = f"rank {apart[0]} does" if len(apart) == 1 else f"ranks {', '.join(map(str, apart))} do"
+        them = "it" if len(apart) == 1 else "them"
+        print(f"lmms-spatial: {who} not share this machine's disk ({getattr(cache, '_cache_root', '')}): this "
+              f"machine's kept answers are sent to {them} now, and {'its' if len(apart) == 1 else 'their'} answers "
+              "to this machine's store before it is merged", file=sys.stderr, flush=True)  # fmt: skip
     return sharing
 
 
