@@ -73,11 +73,11 @@ def format_results(results: dict) -> str:
     """A plain table: a task's headline metrics (else every metric), its unparsed rate, and the chance level
     where it is that metric's chance ("-" where it is not)."""
     rows = []
+    from lmms_spatial.conditions import evaluated
+
     for task, metrics in sorted(results.get("results", {}).items()):
         values = {k.split(",")[0]: v for k, v in metrics.items() if "," in k and "_stderr" not in k}
         headline = [k for k in HEADLINES if k in values]
-        from lmms_spatial.conditions import evaluated
-
         counts = results.get("n-samples", {}).get(task, {})
         n = evaluated(counts, (results.get("config") or {}).get("offset")) if counts else ""
         unparsed, chance = values.get("unparsed_rate", math.nan), values.get("chance_level", math.nan)

@@ -33,24 +33,13 @@ import sys
 from typing import Any
 from urllib.parse import urlparse
 
+from lmms_spatial.conditions import parse_model_args
 from lmms_spatial.plugin import failures
+from lmms_spatial.plugin.run import names_ours, task_entries
 
 HUB_PUSH_KEYS = ("push_results_to_hub", "push_samples_to_hub")
 _TRUE = {"1", "true", "yes", "on"}
 JUDGE_DOC = "LMMS_SPATIAL_JUDGE, LMMS_SPATIAL_JUDGE_BASE_URL (docs/judge.md)"
-
-
-def _entries(tasks: Any) -> list[str]:
-    items = tasks if isinstance(tasks, (list, tuple)) else [tasks]
-    return [part.strip() for item in items if isinstance(item, str) for part in item.split(",") if part.strip()]
-
-
-def names_ours(args: Any) -> bool:
-    """Whether ``--tasks`` (a string, or the list a config file may give) names a task, group or YAML of ours."""
-    from lmms_spatial.plugin.ours import is_yaml_file_of_ours
-
-    ours = failures.our_task_names()
-    return any(entry in ours or is_yaml_file_of_ours(entry) for entry in _entries(getattr(args, "tasks", None)))
 
 
 def _config_name(args: Any) -> str:
@@ -63,7 +52,7 @@ def config_mistakes(args: Any) -> list[str]:
     found = []
     tasks = getattr(args, "tasks", None)
     if tasks is not None and not isinstance(tasks, str):
-        joined = ",".join(_entries(tasks)) or "mmsi_vanilla,dori"
+        joined = ",".join(task_entries(tasks)) or "mmsi_vanilla,dori"
         found.append(
             f"tasks: in {where} is a YAML {type(tasks).__name__}; lmms-eval reads a comma-separated "
             f'string (it calls .split on it): write tasks: "{joined}"'
@@ -133,14 +122,6 @@ def flag_mistakes(args: Any) -> list[str]:
     return found
 
 
-def hub_arguments(text: Any) -> dict[str, str]:
-    """``--hf_hub_log_args`` as lmms-eval reads it (``key=value,key=value``)."""
-    if isinstance(text, dict):
-        return {str(k): str(v) for k, v in text.items()}
-    pairs = (item.partition("=") for item in str(text or "").split(",") if item.strip())
-    return {key.strip(): value.strip() for key, _, value in pairs}
-
-
 def pushes(hub: dict[str, str]) -> bool:
     return any(hub.get(key, "").lower() in _TRUE for key in HUB_PUSH_KEYS)
 
@@ -160,7 +141,7 @@ def _reachable(endpoint: str, timeout: float = 5.0) -> str | None:
 def hub_problem(args: Any, environ: dict[str, str] | None = None) -> str | None:
     """Why a run asked to push its results to the Hub could not, known before any answer is generated."""
     environ = os.environ if environ is None else environ
-    hub = hub_arguments(getattr(args, "hf_hub_log_args", ""))
+    hub = parse_model_args(getattr(args, "hf_hub_log_args", ""))  # key=value,... as --model_args
     if not pushes(hub):
         return None
     flag = f"--hf_hub_log_args {getattr(args, 'hf_hub_log_args', '')}"
@@ -222,7 +203,7 @@ def push_command(tracker: Any, results_file: str) -> str:
 def _cli_evaluate_single(original):
     @functools.wraps(original)
     def cli_evaluate_single(args=None, *rest, **kwargs):
-        if args is None or not names_ours(args):
+        if args is None or not names_ours(getattr(args, "tasks", None)):
             return original(args, *rest, **kwargs)
         from lmms_spatial import run_state
 
@@ -235,12 +216,10 @@ def _cli_evaluate_single(original):
         if int(os.environ.get("RANK", "0") or 0) == 0:
             for line in notices(args):
                 print(f"lmms-spatial: {line}", file=sys.stderr, flush=True)
-        if not pushes(hub_arguments(getattr(args, "hf_hub_log_args", ""))):
-            return original(args, *rest, **kwargs)
         try:
             return original(args, *rest, **kwargs)
-        except Exception as exc:  # the push after the results were written (lmms-eval would exit 0)
-            written = run_state.STATE.written_for_hub
+        except Exception as exc:  # a push after the results were written (lmms-eval would exit 0)
+            written = run_state.STATE.written_for_hub  # set only for a run that pushes (outputs._pushed_or_said)
             if not written:
                 raise
             if not run_state.STATE.push_failure_said:  # one line for the push, however many of its steps failed

@@ -164,11 +164,12 @@ def check_sharing(cache: Any) -> list[bool]:
     cache._lmms_spatial_sharing = sharing
     if not all(sharing) and rank() == 0:
         apart = [r for r, shared in enumerate(sharing) if not shared]
-        who = f"rank {apart[0]} does" if len(apart) == 1 else f"ranks {', '.join(map(str, apart))} do"
-        them = "it" if len(apart) == 1 else "them"
+        names = ", ".join(map(str, apart))
+        who, them, their = (f"rank {names} does", "it", "its") if len(apart) == 1 else \
+            (f"ranks {names} do", "them", "their")  # fmt: skip
         print(f"lmms-spatial: {who} not share this machine's disk ({getattr(cache, '_cache_root', '')}): this "
-              f"machine's kept answers are sent to {them} now, and {'its' if len(apart) == 1 else 'their'} answers "
-              "to this machine's store before it is merged", file=sys.stderr, flush=True)  # fmt: skip
+              f"machine's kept answers are sent to {them} now, and {their} answers to this machine's store before it "
+              "is merged", file=sys.stderr, flush=True)  # fmt: skip
     return sharing
 
 

@@ -69,13 +69,14 @@ def in_call() -> bool:
     return run_state.in_call()
 
 
-def requested_names(tasks: Any) -> set[str]:
+def task_entries(tasks: Any) -> list[str]:
+    """The entries of ``--tasks`` in order: a comma-separated string, or the list a config file or Python gives."""
     items = tasks if isinstance(tasks, (list, tuple)) else [tasks]
-    names: set[str] = set()
-    for item in items:
-        if isinstance(item, str):
-            names.update(part.strip() for part in item.split(",") if part.strip())
-    return names
+    return [part.strip() for item in items if isinstance(item, str) for part in item.split(",") if part.strip()]
+
+
+def requested_names(tasks: Any) -> set[str]:
+    return set(task_entries(tasks))
 
 
 def _end(run: Run) -> None:
@@ -470,10 +471,11 @@ def cli_arguments() -> Any:
     return None
 
 
-def _names_ours(tasks: str) -> list[str]:
-    """The entries of ``--tasks`` that are ours by their name, or YAML files that run code of ours."""
-    entries = (part.strip() for part in tasks.split(","))
-    return [entry for entry in entries if entry in failures.our_task_names() or is_yaml_file_of_ours(entry)]
+def names_ours(tasks: Any) -> list[str]:
+    """The entries of ``--tasks`` (a string, or a config file's list) that are ours by their name, or YAML files
+    that run code of ours."""
+    ours = failures.our_task_names()
+    return [entry for entry in task_entries(tasks) if entry in ours or is_yaml_file_of_ours(entry)]
 
 
 _LAUNCHERS = ("accelerate.commands.launch", "accelerate-launch")
@@ -561,7 +563,7 @@ def refuse_cli_mistakes() -> None:
     ends it before the model loads. (lmms-eval refuses a negative one itself, but with exit status 0; 0 it runs.)"""
     args = cli_arguments()
     tasks = getattr(args, "tasks", None)
-    if args is None or not isinstance(tasks, str) or not _names_ours(tasks):
+    if args is None or not isinstance(tasks, str) or not names_ours(tasks):
         return
     refuse_broken_environment()
     try:

@@ -35,10 +35,11 @@ def footnotes(table: Table) -> dict[str, int]:
 
 def delta_words(cell: Cell, easi: bool = True) -> str:
     """What a Δ cell says besides Δ: ``in CI`` / ``outside CI`` (the paper's value against the run's 95% interval)
-    and EASI's mark (``✅``; with ``easi=False`` its grade, ``≤2.5``, for formats without emoji)."""
+    and EASI's mark with its grade (``✅ ≤2.5``: the grade reads where no emoji font draws the mark; with
+    ``easi=False`` the grade alone, ``EASI ≤2.5``, for formats without emoji)."""
     words = [] if cell.inside is None else ["in CI" if cell.inside else "outside CI"]
     if cell.grade is not None:
-        words.append(reproduction.easi_mark(cell.grade) if easi else f"EASI {cell.grade}")
+        words.append(f"{reproduction.easi_mark(cell.grade)} {cell.grade}" if easi else f"EASI {cell.grade}")
     return ", ".join(words)
 
 

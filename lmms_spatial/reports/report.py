@@ -22,7 +22,7 @@ from lmms_spatial import environment
 from lmms_spatial.progress import progress
 from lmms_spatial.reports import render
 from lmms_spatial.reports.layouts import all_layouts, benchmark_reports, citations
-from lmms_spatial.reports.runs import Run, distinct_runs, load_runs, skipped_warnings
+from lmms_spatial.reports.runs import Run, count_of, distinct_runs, load_runs, skipped_warnings
 from lmms_spatial.reports.tables import SEED, Layout, Table, build_table
 
 FORMATS = ("md", "csv", "latex")
@@ -93,7 +93,7 @@ def skipped_rows(tables: Sequence[Table]) -> list[tuple[str, str, int, str]]:
             seen.add(who)
             n = sum(len(r.skipped_in(tasks)) for r in row.runs)
             if n:
-                note = (f"{row.label}: {n} line{'s' * (n != 1)} of its samples files skipped, not samples (named in "
+                note = (f"{row.label}: {count_of(n, 'line')} of its samples files skipped, not samples (named in "
                         "the warnings): its CIs and the values read from samples lines leave them out")  # fmt: skip
                 table.notes.append(note)
                 found.append((table.key, row.label, n, note))

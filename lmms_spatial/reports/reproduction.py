@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_spatial.conditions import LABEL_ARGS, parse_model_args, short_name
+
 EASI_MARKS = (("≤2.5", 2.5, "✅"), ("≤5", 5.0, "☑️"), (">5", math.inf, "❌"))  # (grade, |Δ| up to, EASI's mark)
 Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval (seeds: mean ± Z95·std/√n)
 _SEPARATORS = re.compile(r"[\s._]+")
@@ -32,24 +34,17 @@ _INSTRUCT = re.compile(r"-(?:instruct|inst)$")
 
 def normalise(name: str) -> str:
     """A model name as the matching reads it: ``Qwen/Qwen2.5-VL-72B-Instruct`` -> ``qwen2-5-vl-72b``."""
-    text = str(name).strip().split("/")[-1].lower()
+    text = short_name(str(name).strip()).lower()
     text = _SEPARATORS.sub("-", text).strip("-")
     text = _DATE.sub("", text)
     return _INSTRUCT.sub("", text)
 
 
-MODEL_ARGS = ("pretrained", "model_version", "model")  # the model_args that name the weights or the API model
-
-
 def run_names(label: str, args: str | None = None) -> list[str]:
     """What a run is known by: its label, and the ``pretrained`` / ``model_version`` / ``model`` it was given (a
     local checkpoint's path too: its last folder is its name)."""
-    names = [label]
-    for part in args.split(",") if args else ():
-        key, _, value = part.partition("=")
-        if key.strip() in MODEL_ARGS and value.strip():
-            names.append(value.strip())
-    return names
+    given = parse_model_args(args)
+    return [label, *(given[key] for key in LABEL_ARGS if given.get(key))]
 
 
 def match(names: Iterable[str], rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

@@ -617,7 +617,7 @@ def skipped_warnings(runs: Sequence[Run]) -> list[str]:
     out = []
     for run in runs:
         if run.skipped:
-            out.append(f"WARNING: {run.label}: {_count(len(run.skipped), 'samples line')} skipped, not samples "
+            out.append(f"WARNING: {run.label}: {count_of(len(run.skipped), 'samples line')} skipped, not samples "
                        f"({run.results_file.parent}): the values read from the samples lines (CIs, per-question "
                        "values, analyses) leave them out")  # fmt: skip
             out += [f"WARNING: skipped {line}" for line in name_skipped(run.skipped)]
@@ -633,11 +633,12 @@ def name_skipped(skipped: Sequence[SkippedLine]) -> list[str]:
     for file, bad in by_file.items():
         out += [str(b) for b in bad[:SKIPPED_NAMED]]
         if len(bad) > SKIPPED_NAMED:
-            out.append(f"{file}: {_count(len(bad) - SKIPPED_NAMED, 'more line')} not samples")
+            out.append(f"{file}: {count_of(len(bad) - SKIPPED_NAMED, 'more line')} not samples")
     return out
 
 
-def _count(n: int, noun: str) -> str:
+def count_of(n: int, noun: str) -> str:
+    """``4 lines``, ``1 line``."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 

@@ -433,7 +433,8 @@ class _Entry:
     runs: list[Run]
     model: str
     tag: str = ""  # what tells it apart from other rows of the model (their model_args, folder, ...)
-    marks: list[str] = field(default_factory=list)
+    partial: tuple[int, int] | None = None  # (documents, of) of a partial run: its first mark, ``n/N``
+    marks: list[str] = field(default_factory=list)  # how it differs from the paper's protocol (judge, gen, ...)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -443,7 +444,8 @@ class _Entry:
 
     @property
     def label(self) -> str:
-        inside = [self.tag] * bool(self.tag) + self.marks
+        covered = [f"{self.partial[0]}/{self.partial[1]}"] if self.partial else []
+        inside = [self.tag] * bool(self.tag) + covered + self.marks
         return f"{self.model} ({'; '.join(inside)})" if inside else self.model
 
 
@@ -459,7 +461,7 @@ def _entries(groups: list[list[Run]], layout: Layout, published: bool) -> list[_
         judge = _judge_of(run, judged)
         empty = sorted({t for r in e.runs for t in tasks if r.conditions.task(t).empty})
         if partial:
-            e.marks.append(f"{n}/{of}")
+            e.partial = (n, of)
         if judge is not None and judge.kind == "rule":
             share = judge.share if judge.share is not None else 1.0
             e.marks.append("rule-based judge" if share >= 1.0 else f"rule-based judge {share:.0%}")
@@ -660,9 +662,8 @@ def _reproduced(e: _Entry, published: dict, cells: list[Cell], layout: Layout, s
         comparisons.append(found)
         out.append(Cell(found.delta, inside=found.inside, grade=found.grade))
     tasks = layout.tasks()
-    n, of, _ = _coverage(e.runs[0], tasks)
-    partial = f"{n} of {of} documents" if n is not None and of is not None and n < of else None
-    differences = [m for m in e.marks if m != f"{n}/{of}"]
+    partial = f"{e.partial[0]} of {e.partial[1]} documents" if e.partial else None
+    differences = list(e.marks)
     options = [o for r in e.runs for o in r.run_options(tasks)]
     shown = {k: v for o in options for k, v in o.items() if _changes_what_the_model_sees(k)}
     if shown:

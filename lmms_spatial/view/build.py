@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_spatial.paths import task_benchmarks
-from lmms_spatial.reports.runs import Run, SkippedLine, name_skipped, read_samples
+from lmms_spatial.reports.runs import Run, SkippedLine, count_of, name_skipped, read_samples
 from lmms_spatial.reports.tables import SEED, Table
 from lmms_spatial.view import evidence
 from lmms_spatial.view.images import DataIndex, ImageStore, data_roots, image_bytes, recorded_roots
@@ -365,7 +365,7 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
     ]
     skipped: list[SkippedLine] = result.get("skipped", [])
     if skipped:
-        lines.append(f"view: {len(skipped)} line{'s' * (len(skipped) != 1)} of the samples files skipped, not samples "
+        lines.append(f"view: {count_of(len(skipped), 'line')} of the samples files skipped, not samples "
                      "(the page counts them and names them in its warnings):")  # fmt: skip
         lines += [f"view:   {line}" for line in name_skipped(skipped)]
     lines += [f"view: {note}" for note in result.get("data_notes", [])]

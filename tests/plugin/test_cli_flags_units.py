@@ -21,11 +21,11 @@ def _args(**given):
 
 
 def test_a_run_names_ours_by_a_task_group_or_tag_in_a_string_or_a_list():
-    assert cli.names_ours(_args(tasks="mmsi_vanilla"))
-    assert cli.names_ours(_args(tasks="mme, mmsi"))  # a group of ours among lmms-eval's tasks
-    assert cli.names_ours(_args(tasks=["mme", "dori"]))  # a config file's YAML list
-    assert not cli.names_ours(_args(tasks="mme,mmmu_val"))
-    assert not cli.names_ours(_args(tasks=None))
+    assert cli.names_ours("mmsi_vanilla") == ["mmsi_vanilla"]
+    assert cli.names_ours("mme, mmsi") == ["mmsi"]  # a group of ours among lmms-eval's tasks
+    assert cli.names_ours(["mme", "dori"]) == ["dori"]  # a config file's YAML list
+    assert not cli.names_ours("mme,mmmu_val")
+    assert not cli.names_ours(None)
 
 
 def test_a_config_file_list_of_tasks_and_a_single_seed_are_named_with_what_to_write():
@@ -78,9 +78,9 @@ def test_every_refused_flag_of_one_run_is_said():
 
 
 def test_hub_arguments_are_read_as_lmms_eval_reads_them():
-    assert cli.hub_arguments("hub_results_org=me, push_results_to_hub=True,") == {
+    assert cli.parse_model_args("hub_results_org=me, push_results_to_hub=True,") == {
         "hub_results_org": "me", "push_results_to_hub": "True"}  # fmt: skip
-    assert cli.hub_arguments(None) == {}
+    assert cli.parse_model_args(None) == {}
     assert cli.pushes({"push_samples_to_hub": "true"}) and cli.pushes({"push_results_to_hub": "1"})
     assert not cli.pushes({"push_results_to_hub": "False", "hub_results_org": "me"})
 

@@ -216,7 +216,7 @@ def test_every_format_shows_the_delta_row_and_the_latex_compiles(tmp_path):
     md, csv, tex = render.markdown(table), render.csv_text([table]), render.latex(table)
     delta = next(r for r in table.rows if r.kind == "delta").cells[0]
     words = "in CI" if delta.inside else "outside CI"
-    assert f"| *Δ vs Qwen2.5-VL-72B (published)* | {delta.value:+.1f} ({words}, ❌) |" in md
+    assert f"| *Δ vs Qwen2.5-VL-72B (published)* | {delta.value:+.1f} ({words}, ❌ >5) |" in md
     assert render.DELTA_LEGEND in md
     assert f"mmsi,Δ vs Qwen2.5-VL-72B (published),delta,Avg.,{delta.value:.6g},,,,1,\"{words}, EASI >5\"" in csv
     cell = f"{delta.value:+.1f}\\\\{{\\scriptsize {words}, EASI \\textgreater{{}}5}}"

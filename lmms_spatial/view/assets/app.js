@@ -56,6 +56,7 @@
   const loadDetail = (cid) => load("detail", cid, "data/d" + cid + ".js");
   const loadImage = (id) => load("image", id, "large/" + id + ".js");
   const loadText = (id) => load("text", id, "data/t" + id + ".js");
+  const lineCount = (n) => n + (n === 1 ? " line" : " lines");
 
   window.LMMSView = {
     timing: S.timing,
@@ -74,7 +75,7 @@
     root.appendChild(el("h2", null, "Runs"));
     root.appendChild(el("ul", null, m.runs.map((r) => el("li", null, r.describe))));
     if (m.warnings.length) root.appendChild(el("ul", { class: "notes" }, m.warnings.map((w) => el("li", null, w))));
-    if (m.skipped) root.appendChild(el("p", { class: "notes", id: "skipped-lines" }, m.skipped + (m.skipped === 1 ? " line" : " lines") +
+    if (m.skipped) root.appendChild(el("p", { class: "notes", id: "skipped-lines" }, lineCount(m.skipped) +
       " of the samples files skipped: not samples (cut short, not UTF-8, not JSON or not a JSON object; each named in the warnings above). The samples list holds the other lines."));
     for (const note of m.data_notes || []) root.appendChild(el("p", { class: "notes data-note" }, note));
     if (m.missing_data.length) root.appendChild(el("p", { class: "notes" }, "No images for " + m.missing_data.join(", ") +
@@ -330,9 +331,13 @@
     });
     return { nodes: [node, dots], button };
   }
+  // a text the page holds whole (a score record, a stage's output) shown as a long text: its preview, then all of it
+  function wholeText(field, whole) {
+    const n = S.manifest.preview, cut = whole.length > n ? [null, whole.length] : null;
+    return longText(field, cut ? whole.slice(0, n) : whole, cut, whole);
+  }
   function recordText(pre, after, record) {
-    const json = JSON.stringify(record, null, 1), n = S.manifest.preview;
-    const t = longText("record", json.length > n ? json.slice(0, n) : json, json.length > n ? [null, json.length] : null, json);
+    const t = wholeText("record", JSON.stringify(record, null, 1));
     pre.append(...t.nodes);
     if (t.button) after.appendChild(t.button);
   }
@@ -443,7 +448,7 @@
     if (stages && typeof stages === "object" && !Array.isArray(stages)) {
       for (const [name, out] of Object.entries(stages)) {
         const shown = out === null || out === undefined ? "(none recorded)" : typeof out === "string" ? out : JSON.stringify(out);
-        const n = m.preview, cut = shown.length > n ? [null, shown.length] : null, t = longText("stage", cut ? shown.slice(0, n) : shown, cut, shown);
+        const t = wholeText("stage", shown);
         conv.appendChild(turn("assistant", "assistant · stage " + name + (x.turns ? "" : " (asked before the last question: the line logs the user turns as one text)"),
           el("pre", { class: "stage" }, t.nodes), t.button ? el("p", { class: "show-all-line" }, t.button) : null));
       }
@@ -677,7 +682,7 @@
     const m = S.manifest;
     renderTables();
     fillFilters();
-    status(m.samples + " samples in " + m.tasks.length + " run tasks" + (m.skipped ? "; " + m.skipped + (m.skipped === 1 ? " line" : " lines") + " skipped (not samples)" : ""));
+    status(m.samples + " samples in " + m.tasks.length + " run tasks" + (m.skipped ? "; " + lineCount(m.skipped) + " skipped (not samples)" : ""));
     for (const b of document.querySelectorAll("nav button")) b.addEventListener("click", () => tab(b.dataset.tab));
     for (const id of ["f-benchmark", "f-task", "f-run"]) $(id).addEventListener("change", () => { fillFilters(); S.started = true; refresh(); });
     for (const id of ["f-category", "f-outcome", "f-compare"]) $(id).addEventListener("change", () => { S.started = true; refresh(); });
