@@ -34,7 +34,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import math
 import os
@@ -132,7 +131,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 1
     status, written = _report(argparse.Namespace(results=[str(results_file)], format="md,csv,latex",
                                                  out=str(work / "report"), labels=None, seed=0, no_plots=False,
-                                                 quiet=True, diagnose_mmsi=False))  # fmt: skip
+                                                 quiet=True, judge_analyses=False))  # fmt: skip
     if status:
         return status
     from lmms_spatial.data.registry import BENCHMARKS
@@ -182,7 +181,8 @@ def _report(args: argparse.Namespace) -> tuple[int, list[Path]]:
         return 1, []
     labels = args.labels.split(",") if args.labels else None
     try:
-        report = build(args.results, labels=labels, seed=args.seed, judge_analyses=args.diagnose_mmsi)
+        analyses = getattr(args, "judge_analyses", False)  # a benchmark's judge_analyses_flag (--diagnose-mmsi)
+        report = build(args.results, labels=labels, seed=args.seed, judge_analyses=analyses)
     except (FileNotFoundError, ValueError) as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 1, []
@@ -357,11 +357,11 @@ def build_parser() -> argparse.ArgumentParser:
         "else the installed package's cards)",
     )  # fmt: skip
     card.set_defaults(func=_cmd_card)
-    # a benchmark's own commands (tasks/<key>/commands.py: add_commands(sub)), found by file name
-    from lmms_spatial.paths import benchmark_modules
+    # a benchmark's own commands (its BENCHMARK's commands part: add_commands(sub))
+    from lmms_spatial.data.registry import BENCHMARKS, with_part
 
-    for module in benchmark_modules("commands").values():
-        importlib.import_module(module).add_commands(sub)
+    for bench in with_part("commands").values():
+        bench.load("commands").add_commands(sub)
     rep = sub.add_parser("report", help="the papers' tables (with published rows), CIs, analyses and plots")
     rep.add_argument("results", nargs="+", help="output folders or *_results.json files of finished runs")
     rep.add_argument("--format", default="md,csv,latex", help="comma-separated: md, csv, latex (default: all)")
@@ -370,11 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rep.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     rep.add_argument("--quiet", action="store_true", help="with --out: list the files only")
-    rep.add_argument(
-        "--diagnose-mmsi",
-        action="store_true",
-        help="also diagnose MMSI-Bench replies with the LLM judge (failure modes, reasoning accuracy; cached)",
-    )
+    # a benchmark whose analyses may ask the LLM judge names the flag that lets them (its judge_analyses_flag)
+    for bench in BENCHMARKS.values():
+        if bench.judge_analyses_flag:
+            flag, text = bench.judge_analyses_flag
+            rep.add_argument(flag, dest="judge_analyses", action="store_true", help=text)
     rep.set_defaults(func=_cmd_report)
     view = sub.add_parser("view", help="a static results page (tables, every sample, figures) that opens from disk")
     view.add_argument("results", nargs="+", help="output folders or *_results.json files of finished runs")

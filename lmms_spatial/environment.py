@@ -15,6 +15,7 @@ Cheap to import: nothing here imports lmms-eval, torch or transformers; versions
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as metadata
 import importlib.util
 import json
@@ -209,14 +210,16 @@ def problems() -> list[Problem]:
     return [p for p in (lmms_eval_problem(), filelock_problem()) if p is not None]
 
 
-_TOP_LEVEL: list[Mapping[str, list[str]]] = []
+@functools.cache
+def _distributions_by_module() -> Mapping[str, list[str]]:
+    """{top-level module: the distributions that provide it}, read once per process (every installed package's
+    metadata: the installed packages do not change under a running process)."""
+    return metadata.packages_distributions()
 
 
 def distribution_of(module: str) -> str | None:
     """The installed distribution that provides the top-level module of ``module`` (``PIL.Image`` -> Pillow)."""
-    if not _TOP_LEVEL:
-        _TOP_LEVEL.append(metadata.packages_distributions())
-    names = _TOP_LEVEL[0].get(module.split(".")[0]) or []
+    names = _distributions_by_module().get(module.split(".")[0]) or []
     return names[0] if names else None
 
 

@@ -36,36 +36,11 @@ def _in_tasks_folder(filename: str) -> bool:
 
 
 def benchmark_keys() -> list[str]:
-    """Every benchmark with a task folder (``tasks/<key>/``) holding a YAML, in key order: a benchmark is its
-    folder. A folder left with only ``__pycache__`` (a benchmark removed with git, which keeps ignored files)
-    is not one."""
-    root = tasks_dir()
-    return sorted(
-        name
-        for name in os.listdir(root)
-        if not name.startswith(("_", "."))
-        and os.path.isdir(os.path.join(root, name))
-        and any(f.endswith(".yaml") for f in os.listdir(os.path.join(root, name)))
-    )
+    """Every benchmark of ours, in key order: the packages under ``tasks/`` that declare a ``BENCHMARK``
+    (:data:`lmms_spatial.data.registry.BENCHMARKS`)."""
+    from lmms_spatial.data.registry import BENCHMARKS
 
-
-def benchmark_modules(part: str, roots: list[str] | None = None) -> dict[str, str]:
-    """{benchmark key: ``lmms_spatial.tasks.<key>.<part>``} for every benchmark folder (a package under ``tasks/``)
-    that holds ``<part>.py``, in key order. Nothing is imported but the (empty) ``lmms_spatial.tasks`` package: a
-    benchmark's declaration, converter, fixture builder and report layout are found by file name, so the generic
-    code names no benchmark and adding one edits no shared file. ``roots``: the folders to search (default: the
-    package's ``__path__``); folders starting with an underscore are not benchmarks."""
-    import pkgutil
-
-    import lmms_spatial.tasks as tasks_pkg
-
-    found: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(roots if roots is not None else tasks_pkg.__path__), key=lambda i: i.name):
-        if not info.ispkg or info.name.startswith(("_", ".")) or info.name in found:
-            continue
-        if os.path.isfile(os.path.join(getattr(info.module_finder, "path", ""), info.name, f"{part}.py")):
-            found[info.name] = f"{tasks_pkg.__name__}.{info.name}.{part}"
-    return found
+    return list(BENCHMARKS)
 
 
 def task_benchmarks() -> dict[str, str]:

@@ -38,6 +38,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from lmms_spatial import run_state
 from lmms_spatial.paths import is_our_code
 
 ENV_SWITCH = "LMMS_SPATIAL_PREFETCH"
@@ -278,12 +279,9 @@ def _row_reader(lm: Any, args: Sequence[Any]) -> Callable[[], Any]:
     return read
 
 
-_LAST_STATS: list[Stats] = []
-
-
 def last_stats() -> Stats | None:
     """Counters of the most recent prefetching call in this process (for benchmarks and tests)."""
-    return _LAST_STATS[-1] if _LAST_STATS else None
+    return run_state.STATE.prefetch_stats
 
 
 def _log(prefetcher: Prefetcher, n: int) -> None:
@@ -341,7 +339,7 @@ def prefetching(lm: Any, generate_until: Callable[[list], Any], requests: list, 
         ref.clear()
         if prefetcher is not None:
             prefetcher.close()
-            _LAST_STATS[:] = [prefetcher.stats]
+            run_state.STATE.prefetch_stats = prefetcher.stats
             _log(prefetcher, len(slots))
         for key, (request, _index, _call) in placed.items():
             request.arguments = originals[key]

@@ -22,6 +22,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from lmms_spatial import run_state
+
 
 def progress(iterable: Iterable[Any] | None = None, *, total: int | None = None, desc: str, unit: str = "item") -> Any:
     """A tqdm bar over ``iterable`` (or updated by hand: ``bar.update(n)``), shown only on a terminal."""
@@ -45,8 +47,7 @@ class _Sink:
             self.bar.update(n)
 
 
-_lock = threading.Lock()
-_SINKS: list[_Sink] = []  # innermost last
+_lock = threading.Lock()  # the sinks (run_state.STATE.progress_sinks, innermost last) change from the model's threads
 
 
 class ForwardedBar:
@@ -65,8 +66,9 @@ class ForwardedBar:
     def update(self, n: int | float = 1) -> None:
         self.n += int(n)
         with _lock:
-            if _SINKS:
-                _SINKS[-1].take(int(n))
+            sinks = run_state.STATE.progress_sinks
+            if sinks:
+                sinks[-1].take(int(n))
 
     @staticmethod
     def write(text: str, *args: Any, **kwargs: Any) -> None:  # ``tqdm.write``: a line above the bars
@@ -106,12 +108,13 @@ def counting_into(bar: Any, modules: Iterable[str], cap: int | None = None) -> I
             swapped.append(module)
     sink = _Sink(bar, cap)
     with _lock:
-        _SINKS.append(sink)
+        run_state.STATE.progress_sinks.append(sink)
     try:
         yield sink
     finally:
         with _lock:
-            _SINKS.remove(sink)
+            if sink in run_state.STATE.progress_sinks:  # gone if the run state was reset meanwhile
+                run_state.STATE.progress_sinks.remove(sink)
         for module in swapped:
             module.tqdm = real
 

@@ -1,9 +1,10 @@
 """Run options: task settings chosen per run through environment variables, recorded per sample.
 
 lmms-eval 0.7.3 cannot pass task options from the command line, so a few settings that change
-what the model sees are environment variables (DORI's option seed, ODI-Bench's resolution caps
-and prompt variant). An environment variable is invisible in ``results.json``; so every score
-record of those benchmarks carries ``run_options`` — the values in effect — and
+what the model sees are environment variables (an option-order seed, resolution caps, a prompt
+variant), each declared by its benchmark (``BENCHMARK.run_options``). An environment variable is
+invisible in ``results.json``; so every score record of those benchmarks carries ``run_options`` — the
+values in effect — and
 
 * ``--model replay`` restores them before the tasks are built (re-scoring a seed-42 DORI run
   without ``LMMS_SPATIAL_DORI_SEED=42`` would score every letter against the wrong option order),
@@ -17,27 +18,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from lmms_spatial.benchmark import RunOption
+from lmms_spatial.data.registry import BENCHMARKS
 
 RECORD_KEY = "run_options"
 
-
-@dataclass(frozen=True)
-class RunOption:
-    env: str
-    benchmark: str
-    affects: str  # "documents" (what is scored against), "prompt" or "images" (what the model sees)
-    meaning: str
-
-
-OPTIONS: tuple[RunOption, ...] = (
-    RunOption("LMMS_SPATIAL_DORI_SEED", "dori", "documents", "option order seed (App. K)"),
-    RunOption("LMMS_SPATIAL_ODI_PROMPT", "odi_bench", "prompt", "prompt prefix variant (Table 13)"),
-    RunOption("LMMS_SPATIAL_ODI_MAX_PIXELS", "odi_bench", "images", "pixel cap of the ERP sent to the model"),
-    RunOption("LMMS_SPATIAL_ODI_RESIZE", "odi_bench", "images", "exact ERP size HEIGHTxWIDTH (Table 11)"),
-    RunOption("LMMS_SPATIAL_ODI_API_IMAGES", "odi_bench", "images", "API provider rule that sized the ERP"),
-)
+# every benchmark's run options (its BENCHMARK.run_options), in benchmark order
+OPTIONS: tuple[RunOption, ...] = tuple(option for bench in BENCHMARKS.values() for option in bench.run_options)
 BY_ENV = {option.env: option for option in OPTIONS}
 
 
@@ -64,15 +53,14 @@ def attach(record: dict[str, Any], benchmark: str) -> dict[str, Any]:
 
 
 def from_record(record: Mapping[str, Any]) -> dict[str, str] | None:
-    """The run options a score record carries; None for records written before they were recorded.
-
-    DORI records of older runs carry ``option_seed`` only; that is read as the seed option.
-    """
+    """The run options a score record carries; None for records written before they were recorded, unless a
+    benchmark reads its older records (its ``BENCHMARK.old_run_options``)."""
     if isinstance(record.get(RECORD_KEY), Mapping):
         return {str(k): str(v) for k, v in record[RECORD_KEY].items()}
-    seed = record.get("option_seed")
-    if seed is not None and "granularity" in record:  # a DORI record from before run_options
-        return {} if str(seed) == "original" else {"LMMS_SPATIAL_DORI_SEED": str(seed)}
+    for bench in BENCHMARKS.values():
+        found = bench.old_run_options(record) if bench.old_run_options is not None else None
+        if found is not None:
+            return found
     return None
 
 

@@ -12,8 +12,20 @@ adapter, a model) reads it here and never imports the plugin. That is what keeps
 - :func:`documents_failed`: a lower layer's way to say "a task's documents failed to load" to whoever listens
   (the plugin registers :func:`on_documents_failed` when it patches lmms-eval).
 
-One evaluation at a time per process (lmms-eval's own rule); the lists are stacks only so that a nested call
-cannot leave a stale entry behind.
+Everything a run changes as it goes is a field of :data:`STATE`, and nowhere else in the package
+(``tests/test_run_state.py`` fails on a module-level container that a function changes, outside this module). Each
+field says how long it lives, because that is what decides when it is forgotten:
+
+- for one ``simple_evaluate`` (:func:`start_call` forgets them when an outermost call starts): the call's
+  :class:`Call`, the task dict's empty tasks (:class:`EmptyTasks`), the failed requests counted;
+- for the whole command (every run of a ``--config`` list, printed at interpreter exit): the last lines and the exit
+  status (:class:`LastLines`);
+- for the process, as lmms-eval's own module state is: stage outputs a model recorded (:class:`StageOutputs`), what
+  judges' servers said (:class:`JudgeEndpoints`), warnings already logged, the last prefetch's counters, the
+  progress bars forwarding a model's counts.
+
+:func:`reset` forgets all of it (tests; a process that runs several commands). One evaluation at a time per process
+(lmms-eval's own rule); the lists are stacks only so that a nested call cannot leave a stale entry behind.
 """
 
 from __future__ import annotations
@@ -28,8 +40,10 @@ from typing import TYPE_CHECKING, Any
 from lmms_spatial.conditions import DOCUMENTS_KEY, NO_DOCUMENTS, DataRecord, DeclaredTask  # noqa: F401
 from lmms_spatial.conditions import KEY as RESULTS_KEY  # noqa: F401
 
-if TYPE_CHECKING:  # for the annotation only: data.api_images reads this module, never the other way at run time
+if TYPE_CHECKING:  # for the annotations only: these modules read this one, never the other way at run time
     from lmms_spatial.data.api_images import ModelImages
+    from lmms_spatial.judge.errors import JudgeUnavailableError
+    from lmms_spatial.prefetch import Stats
 
 
 # what a run of ours writes into lmms-eval's results that a report reads back (lmms_spatial.reports)
@@ -95,7 +109,52 @@ class Evaluation:
 
 
 @dataclass
+class LastLines:
+    """What a command of ours says last, and its exit status (:mod:`lmms_spatial.plugin.failures`). Kept for the
+    whole command, not one ``simple_evaluate``: a ``--config`` list runs several in one process, and a failure of
+    the first must still end the command with exit 1 after the last."""
+
+    failures: list[str] = field(default_factory=list)  # one line per failure: the command exits 1 (or ``status``)
+    notes: list[str] = field(default_factory=list)  # said before the failures, the exit status left alone
+    failed_tasks: dict[str, str] = field(default_factory=dict)  # task -> "stage: cause" (its first failure only)
+    status: int | None = None  # the exit status of a command with failures when it is not 1 (Ctrl-C: 130)
+
+
+@dataclass
+class EmptyTasks:
+    """The tasks of ours the last task dict left out for want of documents (:mod:`lmms_spatial.plugin.empty_tasks`):
+    replaced by every ``get_task_dict``, read when its ``simple_evaluate`` returns."""
+
+    tasks: list[str] = field(default_factory=list)  # in the task dict's order
+    coverage: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)  # group -> (covered, empty)
+
+
+@dataclass
+class StageOutputs:
+    """What a stage-drawing model generated before the final answers (:mod:`lmms_spatial.models.stages`), read by
+    the tasks' ``process_results``. Kept for the process: a model made before ``simple_evaluate`` (the Python API)
+    registers its store then, and the tests that clear them say when a new process is meant."""
+
+    outputs: dict[tuple[str, str], str] = field(default_factory=dict)  # (stage, key) -> the model's text
+    artifacts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (stage, key) -> artefact
+    stores: list[Callable[[str, str], str | None]] = field(default_factory=list)  # (stage, key) -> kept output
+
+
+@dataclass
+class JudgeEndpoints:
+    """What the LLM judges' servers said in this process (:mod:`lmms_spatial.judge.client`), keyed by base URL:
+    facts about a server, shared by every judge sending there, forgotten with the judges (``reset_judges``)."""
+
+    outages: dict[str, tuple[float, JudgeUnavailableError]] = field(default_factory=dict)  # -> (monotonic time, error)
+    refused_keys: dict[str, int] = field(default_factory=dict)  # -> the HTTP status that refused the API key
+
+
+@dataclass
 class RunState:
+    """Everything a call, a run, the command and the process change as they go (each field's lifetime: the module
+    doc); one instance, :data:`STATE`, renewed in place: whole by :func:`reset`, a call's fields by
+    :func:`start_call`."""
+
     calls: list[Call] = field(default_factory=list)  # simple_evaluate calls in progress
     runs: list[Run] = field(default_factory=list)  # the run of ours in progress
     evaluation: Evaluation | None = None
@@ -103,10 +162,54 @@ class RunState:
     # (results file, the command that pushes it) of a run asked to push to the Hub, once its results are written
     written_for_hub: tuple[str, str] | None = None
     push_failure_said: bool = False  # its push failed, and one line said so
+    last_lines: LastLines = field(default_factory=LastLines)
+    empty_tasks: EmptyTasks = field(default_factory=EmptyTasks)
+    # task -> (documents whose request failed, the first such reply): rank 0, the evaluation of ours in progress
+    failed_requests: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    prefetch_stats: Stats | None = None  # the counters of the last prefetching call (benchmarks and tests)
+    progress_sinks: list[Any] = field(default_factory=list)  # where a model's progress counts go, innermost last
+    stages: StageOutputs = field(default_factory=StageOutputs)
+    judges: JudgeEndpoints = field(default_factory=JudgeEndpoints)
+    warned: set[str] = field(default_factory=set)  # the keys of the warnings logged once, already logged
 
 
 STATE = RunState()
 _lock = threading.Lock()
+
+
+def reset() -> None:
+    """Forget everything every run so far left (tests; a process that runs several commands). The same
+    :data:`STATE` object stays, so modules that hold it see the fresh values; so do the listeners of
+    :func:`documents_failed`: the plugin's wiring, registered once when it patches lmms-eval, not a run's."""
+    with _lock:
+        vars(STATE).update(vars(RunState(documents_failed=STATE.documents_failed)))
+
+
+def start_call(call: Call) -> None:
+    """``call`` (a ``simple_evaluate``) is in progress. An outermost call starts from what no earlier evaluation
+    left: its empty tasks and failed requests are forgotten (the command's last lines stay: :class:`LastLines`)."""
+    with _lock:
+        if not STATE.calls:
+            STATE.empty_tasks = EmptyTasks()
+            STATE.failed_requests = {}
+        STATE.calls.append(call)
+
+
+def end_call(call: Call) -> None:
+    """``call`` returned or raised."""
+    with _lock:
+        if call in STATE.calls:
+            STATE.calls.remove(call)
+
+
+def first_time(key: str) -> bool:
+    """Whether the warning named ``key`` is logged now for the first time in this process (then it is marked
+    logged): one line per kind of trouble, however many documents share it, from any thread."""
+    with _lock:
+        if key in STATE.warned:
+            return False
+        STATE.warned.add(key)
+        return True
 
 
 def current() -> Run | None:

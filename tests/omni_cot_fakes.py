@@ -104,3 +104,15 @@ class ScriptedChat(lmms):
             with open(path, "a", encoding="utf-8") as fh:
                 fh.write("".join(line + "\n" for line in lines))
         return replies
+
+
+class TaskOfSetting:
+    """What lmms-eval hands a chat model as ``doc_to_messages``: a method of the task, whose resolved
+    ``lmms_eval_specific_kwargs`` carry its prompt setting (an ODI-Bench YAML's ``setting: close``)."""
+
+    def __init__(self, messages, setting: str | None) -> None:
+        self._messages = messages
+        self.lmms_eval_specific_kwargs = {"setting": setting} if setting is not None else {}
+
+    def doc_to_messages(self, doc):
+        return self._messages(doc)

@@ -21,7 +21,7 @@ from loaded_tasks import task_leaves
 
 from lmms_spatial.data.demo import DEMO_BENCHMARKS
 from lmms_spatial.judge import reset_judges
-from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply
+from tools.fake_judge import FakeJudgeServer, FakeReply
 
 HOSTILE_REPLIES = [
     "",

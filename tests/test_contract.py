@@ -2,7 +2,7 @@
 
 Every check is parametrized by benchmark key, so ``pytest tests/test_contract.py -k <key>`` runs
 only that benchmark's (its fixture is the only one built). Conventions: ``tasks/<key>/`` holds the
-YAMLs, ``tasks/<key>/declaration.py`` the benchmark and its ``features()``,
+YAMLs, ``tasks/<key>/__init__.py`` the benchmark (``BENCHMARK``) and its ``features()``,
 ``tasks/<key>/demo.py`` the fixture builder and the tasks the demo runs,
 ``hub_cards/<key>/README.md`` the card, and ``tasks/<key>/report.py`` (optional)
 the report's tables.
@@ -41,12 +41,29 @@ def _card_front(key: str) -> dict:
 
 @pytest.mark.parametrize("key", KEYS)
 def test_every_task_folder_is_a_registered_benchmark_with_a_fixture_schema_and_card(key):
-    assert key in BENCHMARKS, f"declare it in tasks/{key}/declaration.py (BENCHMARK = Benchmark(...))"
+    assert key in BENCHMARKS, f"declare it in tasks/{key}/__init__.py (BENCHMARK = Benchmark(...))"
     assert key in DEMO_BENCHMARKS, f"tasks/{key}/demo.py needs build() and DEMO_TASKS"
     from lmms_spatial.data.registry import features
 
-    assert isinstance(features(key), datasets.Features), f"tasks/{key}/declaration.py: features()"
+    assert isinstance(features(key), datasets.Features), f"tasks/{key}/__init__.py: BENCHMARK.features"
     assert (REPO / "hub_cards" / key / "README.md").is_file(), f"hub_cards/{key}/README.md"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_part_a_benchmark_names_is_there(key):
+    """``BENCHMARK`` names its parts by module (and attribute); each one it names imports and is what it should be,
+    and its files (published rows, BibTeX) are in its folder."""
+    from lmms_spatial.benchmark import PARTS
+    from lmms_spatial.conditions import TaskNeeds
+
+    bench = BENCHMARKS[key]
+    for part in PARTS:
+        if getattr(bench, part):
+            assert bench.load(part) is not None, f"tasks/{key}/__init__.py: BENCHMARK.{part} = {getattr(bench, part)!r}"
+    assert bench.needs, f"tasks/{key}/__init__.py: BENCHMARK.needs names its tasks' TaskNeeds"
+    assert isinstance(bench.load("needs"), TaskNeeds), f"BENCHMARK.needs of {key} is not a TaskNeeds"
+    for name in (bench.published, bench.citation):  # "": none yet (a new benchmark's, until it is written)
+        assert not name or (REPO / "tasks" / key / name).is_file(), f"tasks/{key}/{name}"
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -308,7 +325,7 @@ def _no_network(*args, **kwargs):
 socket.socket.connect = _no_network
 socket.create_connection = _no_network
 threads = threading.active_count()
-for module in ("lmms_spatial.metrics.{key}", "lmms_spatial.tasks.{key}.adapter", "lmms_spatial.tasks.{key}.declaration",
+for module in ("lmms_spatial.metrics.{key}", "lmms_spatial.tasks.{key}.adapter", "lmms_spatial.tasks.{key}",
                "lmms_spatial.tasks.{key}.demo", "lmms_spatial.tasks.{key}.convert", "lmms_spatial.tasks.{key}.report"):
     if importlib.util.find_spec(module) is not None:
         importlib.import_module(module)

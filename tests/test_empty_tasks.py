@@ -12,6 +12,7 @@ import types
 
 import pytest
 
+from lmms_spatial import run_state
 from lmms_spatial.plugin import empty_tasks, failures
 from lmms_spatial.plugin.empty_tasks import (
     COVERAGE_KEY,
@@ -29,8 +30,7 @@ def _forget_empty_tasks():
     """The state a run leaves (read at exit to set the exit status) must not outlive a test."""
     failures.reset()
     yield
-    empty_tasks._empty.clear()
-    empty_tasks._coverage.clear()
+    run_state.STATE.empty_tasks = run_state.EmptyTasks()
     failures.reset()
 
 
@@ -189,7 +189,7 @@ def test_a_run_with_only_empty_tasks_fails_in_one_line_naming_them():
     patch_evaluator(module)
     with pytest.raises(NoDocumentsError, match=f"^odi_bench_close_ocr: {NO_DOCUMENTS}; nothing left to evaluate$"):
         module.simple_evaluate(["odi_bench_close_ocr"])
-    assert empty_tasks._empty == []  # the failure's own line says it; no second line at exit
+    assert empty_tasks.left_out() == []  # the failure's own line says it; no second line at exit
 
 
 def test_a_run_without_empty_tasks_is_untouched():

@@ -203,7 +203,7 @@ def _benchmark_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
 
 def test_nothing_in_the_package_imports_a_benchmark_s_module_by_name():
     """One benchmark, one folder (issue 43): the registry, converters, demo, report and CLI find a benchmark's
-    modules by file name (``lmms_spatial.paths.benchmark_modules``), so adding or removing one edits no shared file."""
+    modules through its ``BENCHMARK`` (``lmms_spatial.benchmark``), so adding or removing one edits no shared file."""
     assert _benchmark_imports(_graph(_sources())) == {}
 
 

@@ -1,4 +1,4 @@
-"""The mutation check's own rules (lmms_spatial.bench.mutation): what it mutates, how it reads the accepted
+"""The mutation check's own rules (tools.mutation): what it mutates, how it reads the accepted
 survivors, when CI reruns a module. mutmut itself is not run here (see CONTRIBUTING.md, "Mutation testing")."""
 
 from __future__ import annotations
@@ -10,9 +10,32 @@ from pathlib import Path
 
 import pytest
 
-from lmms_spatial.bench import mutation
+from lmms_spatial.data.registry import BENCHMARKS
+from tools import mutation
 
 REPO = Path(__file__).resolve().parents[1]
+# what a contributor runs when a module's baseline is missing or out of date (CONTRIBUTING.md's PR checklist)
+UPDATE_BASELINE = f"{mutation.COMMAND} --changed --update-baseline"
+
+
+def benchmark_of(module: str) -> str | None:
+    """The benchmark key a module in scope belongs to: ``metrics/<key>.py``, ``tasks/<key>/...`` and the judge rubrics
+    ``metrics/rubrics/<key>_*.py`` (None: shared code, such as the extraction or the report's tables)."""
+    parts = module.removesuffix(".py").split("/")
+    if parts[0] == "tasks":
+        return parts[1]
+    if parts[:2] == ["metrics", "rubrics"]:
+        found = [key for key in BENCHMARKS if parts[2] == key or parts[2].startswith(f"{key}_")]
+        return max(found, key=len, default=None)
+    return parts[1] if parts[0] == "metrics" and parts[1] in BENCHMARKS else None
+
+
+# each benchmark's modules in scope, one case each, named by its key (``pytest -k <key>`` runs them)
+BENCHMARK_MODULES = [
+    pytest.param(key, module, id=f"{key}-{module}")
+    for module in mutation.scope(REPO)
+    if (key := benchmark_of(module)) is not None
+]
 
 ADAPTER = """
 def doc_to_text(doc):
@@ -80,10 +103,43 @@ def test_each_converter_is_mutated_against_its_own_test_files_only():
         assert all((REPO / test).is_file() for test in group.tests)
 
 
-def test_every_module_in_scope_has_a_committed_baseline():
-    """Else CI's ``--changed`` check would take a module never recorded for a changed one and run it on every push."""
+def test_modules_belong_to_the_benchmark_their_path_names():
+    assert benchmark_of("metrics/dori.py") == "dori"
+    assert benchmark_of("tasks/osr_bench/convert.py") == "osr_bench"
+    assert benchmark_of("metrics/rubrics/mmsi_diagnosis.py") == "mmsi"
+    assert benchmark_of("metrics/rubrics/odi_open.py") is None  # a rubric named after no key: shared
+    assert benchmark_of("metrics/extraction.py") is None
+    assert benchmark_of("lmms_spatial/reports/tables.py") is None
+
+
+def test_every_shared_module_in_scope_has_a_committed_baseline_and_the_baseline_names_nothing_else():
+    """Else CI's ``--changed`` check would take a module never recorded for a changed one and run it on every push.
+    A benchmark's own modules are checked under its key, below."""
     baseline = json.loads((REPO / mutation.BASELINE_FILE).read_text(encoding="utf-8"))
-    assert set(mutation.scope(REPO)) == set(baseline["modules"])
+    shared = {m for m in mutation.scope(REPO) if benchmark_of(m) is None}
+    missing = sorted(shared - set(baseline["modules"]))
+    assert missing == [], f"no entry in {mutation.BASELINE_FILE}: run `{UPDATE_BASELINE}` and commit it"
+    stale = sorted(set(baseline["modules"]) - set(mutation.scope(REPO)))
+    assert stale == [], f"{mutation.BASELINE_FILE} names modules out of scope: run `{UPDATE_BASELINE}`"
+
+
+@pytest.mark.parametrize(("key", "module"), BENCHMARK_MODULES)
+def test_each_module_of_a_benchmark_has_a_baseline_entry_and_it_is_current(key, module):
+    """What CI's ``--changed`` check would rerun (and fail past its budget): a module whose source or
+    ``equivalent.txt`` lines changed since its entry was recorded, or a new module without one."""
+    baseline = json.loads((REPO / mutation.BASELINE_FILE).read_text(encoding="utf-8"))
+    recorded = baseline["modules"].get(module)
+    assert recorded is not None, f"{module} has no entry in {mutation.BASELINE_FILE}: run `{UPDATE_BASELINE}`"
+    equivalents = (REPO / mutation.EQUIVALENT_FILE).read_text(encoding="utf-8")
+    assert recorded["fingerprint"] == mutation.fingerprint(module, REPO, equivalents), (
+        f"{module} changed since {mutation.BASELINE_FILE} was recorded: run `{UPDATE_BASELINE}` and commit it"
+    )
+
+
+def test_the_shipped_benchmarks_modules_are_checked_under_their_keys():
+    keys = {param.values[0] for param in BENCHMARK_MODULES}
+    assert {"dori", "mmperspective", "mmsi", "odi_bench", "osr_bench"} <= keys
+    assert pytest.param("dori", "metrics/dori.py", id="dori-metrics/dori.py") in BENCHMARK_MODULES
 
 
 def test_prompts_and_command_line_plumbing_are_left_out_and_methods_are_kept():

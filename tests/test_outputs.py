@@ -68,7 +68,7 @@ def test_two_runs_of_ours_in_one_second_keep_their_own_results_and_samples(track
     assert json.loads((folder / f"{SECOND}_take002_results.json").read_text())["lmms_spatial"]["seed"] == 2
     assert _lines(folder / f"{SECOND}_samples_t.jsonl") == ["A", "B", "C"]  # 3 lines for 3 documents, not 5
     assert _lines(folder / f"{SECOND}_take002_samples_t.jsonl") == ["D", "E"]
-    assert failures._LINES == []
+    assert failures.lines() == []
 
 
 def test_a_name_whose_samples_are_there_without_results_is_not_appended_to(tracker_module, tmp_path):
@@ -126,7 +126,7 @@ def test_a_results_file_the_disk_cannot_hold_is_removed_and_the_run_fails_naming
     _save(tracker_module, tmp_path, 1, ["A", "B"])
     folder = tmp_path / "m"
     assert list(folder.iterdir()) == []  # no 0-byte results file looking like a result, no orphan samples
-    assert failures._LINES == [
+    assert failures.lines() == [
         f"lmms-spatial: the results file and its samples files could not be written into {folder} (No space left on "
         "device): free space there or make it writable (or give another --output_path), then run the same command; "
         "the answers are kept in /kept/answers, so the same command run again asks the model for none of them"
@@ -152,7 +152,7 @@ def test_a_samples_file_cut_short_by_a_full_disk_is_kept_aside_and_the_run_fails
     folder = tmp_path / "m"
     assert sorted(p.name for p in folder.iterdir()) == [f"{SECOND}_results.json", f"{SECOND}_samples_t.jsonl.partial"]
     assert _lines(folder / f"{SECOND}_samples_t.jsonl.partial") == ["A", "B"]
-    assert failures._LINES == [
+    assert failures.lines() == [
         f"lmms-spatial: the samples of t could not be written into {folder} (No space left on device): free space "
         "there or make it writable (or give another --output_path), then run the same command; the answers are kept "
         "in /kept/answers, so the same command run again asks the model for none of them"

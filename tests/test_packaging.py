@@ -10,7 +10,10 @@ environment's setuptools (no download).
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -18,6 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import setuptools
 
 from lmms_spatial.paths import tasks_dir
 
@@ -83,6 +87,78 @@ def test_the_wheel_holds_every_file_the_package_reads_and_nothing_else(wheel):
                  "lmms_spatial/scaffold/templates/metrics/__name__.py.tmpl", "lmms_spatial/tasks/mmsi/CITATION.bib",
                  "lmms_spatial/data/placeholder.jsonl"):  # fmt: skip
         assert data in wheel.files
+
+
+# Workshop code (issue 64): the mutation check, fake servers, test helpers. It lives in tools/ (not installed, run from
+# a checkout: `python -m tools.mutation`) or tests/, never in a folder the wheel is made of.
+WORKSHOP_MODULES = ("test_*.py", "*_test.py", "conftest.py", "*mutation*.py", "testing.py", "fake*.py")
+WORKSHOP_FOLDERS = ("tools", "tests", "mutation")
+
+
+def _discovered_packages(monkeypatch) -> list[str]:
+    """The packages setup.py hands to setuptools (its discovery run, setup() itself not: no build, no network)."""
+    found: dict[str, object] = {}
+    monkeypatch.setattr(setuptools, "setup", lambda **kwargs: found.update(kwargs))
+    monkeypatch.chdir(REPO)
+    runpy.run_path(str(REPO / "setup.py"))
+    return list(found["packages"])
+
+
+def _folder_of(package: str) -> Path:
+    """Where a discovered package's files are in the checkout (pyproject.toml's package-dir, the longest match)."""
+    parts = package.split(".")
+    for n in range(len(parts), 0, -1):
+        mapped = {v: k for k, v in INSTALLED_AS.items()}.get("/".join(parts[:n]))
+        if mapped is not None:
+            return REPO.joinpath(mapped, *parts[n:])
+    raise AssertionError(f"{package} is outside the package's folders")
+
+
+def test_package_discovery_finds_no_workshop_code(monkeypatch):
+    packages = _discovered_packages(monkeypatch)
+    assert "lmms_spatial.metrics" in packages and "lmms_spatial.judge" in packages  # the discovery ran
+    assert [p for p in packages if p.split(".")[0] != "lmms_spatial"] == []  # no tools, tests, mutation package
+    folders = {_folder_of(p) for p in packages}
+    assert not any(f.is_relative_to(REPO / w) for f in folders for w in WORKSHOP_FOLDERS)
+    shipped = sorted(
+        path.relative_to(REPO).as_posix()
+        for folder in folders
+        for path in folder.glob("*.py")
+        if any(fnmatch.fnmatch(path.name, pattern) for pattern in WORKSHOP_MODULES)
+    )
+    assert shipped == []
+    # and the workshop code is where the tests and CI run it from (so the checks above are not vacuous)
+    assert {"mutation.py", "mutation_lock.py", "fake_judge.py"} <= {p.name for p in (REPO / "tools").glob("*.py")}
+
+
+def test_no_installed_module_imports_the_workshop_code(monkeypatch):
+    """What is not installed cannot be imported by what is: a wheel install has no tools/ or tests/."""
+    offenders = {}
+    for folder in {_folder_of(p) for p in _discovered_packages(monkeypatch)}:
+        for path in sorted(folder.glob("*.py")):
+            names = set()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names.add(node.module)
+            bad = sorted(n for n in names if n.split(".")[0] in WORKSHOP_FOLDERS)
+            if bad:
+                offenders[path.relative_to(REPO).as_posix()] = bad
+    assert offenders == {}
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("wheel")
+def test_the_wheel_holds_no_workshop_code(wheel):
+    workshop = sorted(
+        name
+        for name in wheel.files
+        if name.split("/")[0] in WORKSHOP_FOLDERS
+        or (name.endswith(".py") and any(fnmatch.fnmatch(name.rpartition("/")[2], p) for p in WORKSHOP_MODULES))
+    )
+    assert workshop == []
+    assert any(name.startswith("lmms_spatial/judge/") for name in wheel.files)  # the judge itself is installed
 
 
 @pytest.mark.slow

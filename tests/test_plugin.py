@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import types
@@ -10,8 +11,8 @@ import pytest
 
 from lmms_spatial import plugin
 from lmms_spatial.judge.preflight import notice
-from lmms_spatial.judge.testing import FakeJudgeServer
 from lmms_spatial.plugin import failures, isolation, resume
+from tools.fake_judge import FakeJudgeServer
 
 # --- supported lmms-eval versions ------------------------------------------------------------
 
@@ -22,7 +23,8 @@ from lmms_spatial.plugin import failures, isolation, resume
 )  # fmt: skip
 def test_supported_lmms_eval_versions_are_0_7_x_and_others_get_one_line(found, ok, monkeypatch, capsys):
     monkeypatch.setattr(plugin, "lmms_eval_version", lambda: found)
-    monkeypatch.setattr(plugin, "_checked", [])
+    # a process that has not checked yet: a fresh cache of the check, the process's own back after the test
+    monkeypatch.setattr(plugin, "supported", functools.cache(plugin.supported.__wrapped__))
     assert plugin.supported() is ok
     assert plugin.supported() is ok  # said once
     err = capsys.readouterr().err.strip().splitlines()
@@ -63,7 +65,7 @@ def test_a_judge_server_that_does_not_answer_is_named():
 def test_items_judged_soon_after_the_probe_found_no_server_fail_at_once_naming_it():
 
     from lmms_spatial.judge import Judge, JudgeConfig, JudgeUnavailableError, reset_judges
-    from lmms_spatial.judge.testing import osr_item
+    from tools.fake_judge import osr_item
 
     with FakeJudgeServer() as server:
         url = server.base_url
@@ -114,7 +116,7 @@ def test_the_openai_api_with_no_key_set_is_said_without_asking_it(monkeypatch):
 def test_items_the_judge_refuses_for_the_key_end_the_run_naming_the_key_variable():
     from lmms_spatial.judge import Judge, JudgeConfig, JudgeUnavailableError, reset_judges
     from lmms_spatial.judge.preflight import refused_key_line
-    from lmms_spatial.judge.testing import osr_item
+    from tools.fake_judge import osr_item
 
     reset_judges()
     assert refused_key_line(["osr_qa_negative_vanilla"]) is None
@@ -242,7 +244,7 @@ def test_a_failure_while_building_a_stock_task_names_it_and_not_ours(clean_failu
     wrapped = RuntimeError("evaluation failed")
     wrapped.__cause__ = exc
     failures.run_failed(wrapped, ["mmsi_vanilla"])
-    assert failures._LINES == [
+    assert failures.lines() == [
         "lmms-spatial: the run stopped while building task mme (an lmms-eval task, not one of ours; mmsi_vanilla not "
         "evaluated): FileNotFoundError: Dataset lmms-lab/MME is not cached"
     ]
@@ -250,7 +252,7 @@ def test_a_failure_while_building_a_stock_task_names_it_and_not_ours(clean_failu
 
 def test_a_failure_with_no_task_known_says_what_is_known_and_guesses_none(clean_failures):
     failures.run_failed(MemoryError("CUDA out of memory"), ["dori", "mmsi"])
-    assert failures._LINES == [
+    assert failures.lines() == [
         "lmms-spatial: the run stopped before writing results (dori, mmsi not evaluated): "
         "MemoryError: CUDA out of memory"
     ]
@@ -260,7 +262,7 @@ def test_a_task_that_fails_twice_is_said_once(clean_failures):
     assert failures.task_failed("t", "scoring", ValueError("bad")) is True
     assert failures.task_failed("t", "aggregating", ValueError("worse")) is False
     assert failures.failed_tasks() == {"t": "scoring: ValueError: bad"}
-    assert len(failures._LINES) == 1
+    assert len(failures.lines()) == 1
 
 
 def test_groups_that_contain_a_failed_task_lose_their_scores_and_the_results_say_which(clean_failures):
@@ -350,7 +352,7 @@ def test_a_refused_run_says_its_own_line_and_nothing_else(clean_failures):
     wrapped = RuntimeError("evaluation failed")
     wrapped.__cause__ = failures.RunRefused("--limit 0 leaves no document to evaluate: ...")
     failures.run_failed(wrapped, ["mmsi_vanilla"])
-    assert failures._LINES == ["lmms-spatial: --limit 0 leaves no document to evaluate: ..."]
+    assert failures.lines() == ["lmms-spatial: --limit 0 leaves no document to evaluate: ..."]
 
 
 def _attempts_of_lmms_evals_download_retry(error: Exception) -> int:

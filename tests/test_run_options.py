@@ -61,11 +61,26 @@ def test_options_of_other_benchmarks_are_left_alone():
     assert env["LMMS_SPATIAL_ODI_MAX_PIXELS"] == "524288"
 
 
-def test_every_environment_variable_a_task_reads_is_a_registered_run_option():
-    """A task setting read from the environment must be recorded, or replay and reports miss it."""
+# the code that reads task settings: each benchmark's folder (``pytest -k <key>``) and the shared data code
+SOURCES = {
+    **{key: sorted(ROOT.joinpath("tasks", key).rglob("*.py")) for key in BENCHMARKS},
+    "shared": sorted(ROOT.joinpath("lmms_spatial", "data").rglob("*.py")),
+}
+
+
+def _task_settings(paths: list[Path]) -> set[str]:
+    """The ``LMMS_SPATIAL_*`` variables the files name, less the data paths and the judge's settings."""
+    named = {name for path in paths for name in re.findall(r'"(LMMS_SPATIAL_[A-Z_]+)"', path.read_text())}
     data_paths = {b.env_var for b in BENCHMARKS.values()}
-    named = set()
-    for path in [*ROOT.joinpath("tasks").rglob("*.py"), *ROOT.joinpath("lmms_spatial", "data").rglob("*.py")]:
-        named |= set(re.findall(r'"(LMMS_SPATIAL_[A-Z_]+)"', path.read_text()))
-    task_settings = {n for n in named - data_paths if not n.startswith("LMMS_SPATIAL_JUDGE")}
-    assert task_settings == set(run_options.BY_ENV)
+    return {n for n in named - data_paths if not n.startswith("LMMS_SPATIAL_JUDGE")}
+
+
+@pytest.mark.parametrize("where", list(SOURCES))
+def test_every_environment_variable_a_task_reads_is_a_registered_run_option(where):
+    """A task setting read from the environment must be recorded, or replay and reports miss it."""
+    unregistered = sorted(_task_settings(SOURCES[where]) - set(run_options.BY_ENV))
+    assert unregistered == [], "declare them as run_options of BENCHMARK (lmms_spatial.benchmark.RunOption)"
+
+
+def test_every_registered_run_option_is_read_by_a_task():
+    assert set().union(*(_task_settings(paths) for paths in SOURCES.values())) == set(run_options.BY_ENV)

@@ -4,9 +4,12 @@ The slow test scaffolds a benchmark in a temporary copy of the repository and ru
 copy's contract tests and the generated tests there. The installed (editable) package
 points at this checkout, so the copy is made importable as ``lmms_spatial`` by an overlay
 folder on ``PYTHONPATH``: ``overlay/lmms_spatial/`` holds symlinks to the copy's
-``lmms_spatial/*`` plus ``tasks`` and ``metrics`` (the installed layout). ``PYTHONPATH``
-comes before site-packages, and setuptools' editable finder is appended to
-``sys.meta_path``, so the overlay wins in every process, lmms-eval subprocesses included.
+``lmms_spatial/*`` plus ``tasks``, ``metrics`` and ``hub_cards`` (the installed layout), and
+``overlay/tools`` the copy's workshop code. ``PYTHONPATH`` comes before site-packages, and
+setuptools' editable finder is appended to ``sys.meta_path``, so the overlay wins in every
+process, lmms-eval subprocesses included; pytest runs there with ``-o pythonpath=`` (the
+repository's ``pythonpath = ["."]`` would put the copy's own ``lmms_spatial/``, which holds no
+``tasks/``, before the overlay).
 """
 
 from __future__ import annotations
@@ -35,12 +38,21 @@ EXPECTED_FILES = {
     f"hub_cards/{NAME}/README.md",
     f"tasks/{NAME}/convert.py",
     f"tasks/{NAME}/demo.py",
-    f"tasks/{NAME}/declaration.py",
     f"tasks/{NAME}/report.py",
     f"tests/metrics/test_{NAME}.py",
     f"tests/scripts/test_convert_{NAME}.py",
     f"tests/e2e/test_{NAME}_cli.py",
 }
+# shared test files with a case per benchmark key that a generated benchmark passes as it is
+SHARED_CHECKS = (
+    "tests/data/test_convert_discovery.py",
+    "tests/reports/test_citations_once.py",
+    "tests/reports/test_references.py",
+    "tests/reports/test_render_escaping.py",
+    "tests/test_run_options.py",
+    "tests/test_yaml_configs.py",
+    "tests/test_yaml_names.py",
+)
 COPY_IGNORE = shutil.ignore_patterns(
     ".git", ".venv", "venv", "__pycache__", "*.egg-info", ".pytest_cache", ".ruff_cache", ".benchmarks",
     ".hypothesis", "build", "dist", "runs", ".whl", ".gl",
@@ -120,7 +132,7 @@ def test_any_title_is_quoted_where_it_appears(title):
     layout = ast.parse(files[f"tasks/{NAME}/report.py"])
     assigned = {n.targets[0].id: n.value for n in layout.body if isinstance(n, ast.Assign)}
     assert ast.literal_eval(assigned["TITLE"]) == title
-    for rel in (f"metrics/{NAME}.py", f"tasks/{NAME}/declaration.py", f"tasks/{NAME}/adapter.py"):
+    for rel in (f"metrics/{NAME}.py", f"tasks/{NAME}/__init__.py", f"tasks/{NAME}/adapter.py"):
         assert ast.get_docstring(ast.parse(files[rel])).startswith(title), rel
     front = yaml.safe_load(files[f"hub_cards/{NAME}/README.md"].split("---\n")[1])
     assert front["pretty_name"] == f"{title} (normalised layout read by lmms-spatial)"
@@ -141,7 +153,7 @@ def test_the_scaffold_names_its_converter_and_its_card_is_what_lmms_spatial_card
     from lmms_spatial.data.cards import read_card, render_card
 
     files = render(NAME, title="Zed's Bench")
-    assert f'converter="{NAME}",' in files[f"tasks/{NAME}/declaration.py"]
+    assert 'convert="convert",' in files[f"tasks/{NAME}/__init__.py"]
     card = tmp_path / "README.md"
     card.write_text(files[f"hub_cards/{NAME}/README.md"])
     assert render_card(read_card(card)) == card.read_text()  # `lmms-spatial card` would change no byte
@@ -177,13 +189,15 @@ def test_cli_new_task_prints_the_tree_and_next_steps(tmp_path, capsys):
 
 
 def _overlay(copy: Path, root: Path) -> Path:
-    """``root/lmms_spatial`` = the copy's package in its installed layout, made of symlinks."""
+    """``root/lmms_spatial`` = the copy's package in its installed layout, made of symlinks; ``root/tools`` = the
+    copy's workshop code (what the repository's ``pythonpath = ["."]`` gives the tests)."""
     package = root / "lmms_spatial"
     package.mkdir(parents=True)
     for child in (copy / "lmms_spatial").iterdir():
         (package / child.name).symlink_to(child)
-    (package / "tasks").symlink_to(copy / "tasks")
-    (package / "metrics").symlink_to(copy / "metrics")
+    for folder in ("tasks", "metrics", "hub_cards"):
+        (package / folder).symlink_to(copy / folder)
+    (root / "tools").symlink_to(copy / "tools")
     return root
 
 
@@ -235,14 +249,17 @@ def test_a_scaffolded_benchmark_passes_the_contract_and_its_own_tests_in_a_copy_
                           capture_output=True, text=True, cwd=copy, timeout=120)  # fmt: skip
     assert card.returncode == 0, card.stderr
 
-    # the contract tests of the new benchmark (-k: only its own) and its generated tests
+    # the contract tests of the new benchmark (-k: only its own), the other shared checks run per key, and its
+    # generated tests; left to the contributor: its README rows and mutation baseline (CONTRIBUTING.md)
     tests = [
         "tests/test_contract.py",
+        *SHARED_CHECKS,
         f"tests/metrics/test_{NAME}.py",
         f"tests/scripts/test_convert_{NAME}.py",
         f"tests/e2e/test_{NAME}_cli.py",
     ]
-    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "0", "-k", NAME, *tests]
+    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-o", "pythonpath=", "-n", "0", "-k", NAME]
+    cmd += tests
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=copy, timeout=600)
     print(run.stdout[-3000:])
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
@@ -253,11 +270,19 @@ def test_a_scaffolded_benchmark_passes_the_contract_and_its_own_tests_in_a_copy_
 
 
 def test_a_task_folder_left_with_only_bytecode_is_no_benchmark(tmp_path, monkeypatch):
-    import lmms_spatial.paths as paths
+    import lmms_spatial.data.registry as registry
+    import lmms_spatial.tasks as tasks_pkg
 
     (tmp_path / "real_bench").mkdir()
-    (tmp_path / "real_bench" / "real_bench.yaml").write_text("task: real_bench\n")
+    (tmp_path / "real_bench" / "__init__.py").write_text(
+        "from lmms_spatial.benchmark import Benchmark\nBENCHMARK = Benchmark('real_bench', '', 'V')\n"
+    )
     (tmp_path / "removed_bench" / "__pycache__").mkdir(parents=True)  # git rm / stash -u keep ignored files
+    (tmp_path / "removed_bench" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"")
     (tmp_path / "_shared").mkdir()
-    monkeypatch.setattr(paths, "tasks_dir", lambda: str(tmp_path))
-    assert paths.benchmark_keys() == ["real_bench"]
+    (tmp_path / "_shared" / "__init__.py").write_text("")
+    monkeypatch.setattr(tasks_pkg, "__path__", [str(tmp_path)])
+    try:
+        assert list(registry._declared()) == ["real_bench"]
+    finally:
+        sys.modules.pop("lmms_spatial.tasks.real_bench", None)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lmms_spatial.data.registry import BENCHMARKS
 from lmms_spatial.paths import tasks_dir
 from lmms_spatial.plugin import yaml_configs
 
@@ -47,11 +48,20 @@ def _yamls(folder: str) -> list[str]:
     return sorted(str(p) for p in Path(folder).rglob("*.yaml") if "__pycache__" not in p.parts)
 
 
+def test_our_yamls_are_found():
+    assert len(_yamls(tasks_dir())) > 100  # 127 on 2026-11-26
+
+
+# every benchmark's YAMLs (``pytest -k <key>``), and those outside a benchmark's folder (spatial_suite.yaml)
+FOLDERS = [*BENCHMARKS, ""]
+
+
 @pytest.mark.parametrize("mode", ["simple", "full"])
-def test_every_yaml_of_ours_reads_the_same_in_both_modes(utils_pair, mode):
+@pytest.mark.parametrize("folder", [pytest.param(f, id=f or "shared") for f in FOLDERS])
+def test_every_yaml_of_ours_reads_the_same_in_both_modes(utils_pair, mode, folder):
     stock, patched = utils_pair
-    paths = _yamls(tasks_dir())
-    assert len(paths) > 100  # 127 on 2026-11-26
+    paths = _yamls(os.path.join(tasks_dir(), folder)) if folder else sorted(map(str, Path(tasks_dir()).glob("*.yaml")))
+    assert paths, f"tasks/{folder} holds no YAML"
     for path in paths:
         assert _plain(patched(path, mode=mode)) == _plain(stock(path, mode=mode)), path
     assert patched._lmms_spatial and patched.__wrapped__ is not patched

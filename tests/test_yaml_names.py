@@ -6,6 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from lmms_spatial.data.registry import BENCHMARKS
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "lmms_spatial" / "scaffold" / "templates"
 _KEY = re.compile(r"^(group|tag):[ \t]*([^\s#]*)")
@@ -33,15 +37,30 @@ def _yamls() -> list[Path]:
     return sorted((ROOT / "tasks").rglob("*.yaml")) + sorted(TEMPLATES.rglob("*.yaml.tmpl"))
 
 
+def _groups() -> set[str]:
+    return set().union(*(_declared(path.read_text(encoding="utf-8"))["group"] for path in _yamls()))
+
+
 def test_the_reading_finds_single_and_listed_names():
     assert _declared("task: a\ntag:\n  - x\n  - y\ngroup: g\n") == {"group": {"g"}, "tag": {"x", "y"}}
     assert _declared("tag: z\n") == {"group": set(), "tag": {"z"}}
 
 
-def test_no_tag_of_ours_is_also_a_groups_name():
-    declared = [_declared(path.read_text(encoding="utf-8")) for path in _yamls()]
-    groups = set().union(*(d["group"] for d in declared))
-    assert "spatial_suite" in groups and "mmsi" in groups  # the reading sees our groups
-    paths = _yamls()
-    clashes = {str(path.relative_to(ROOT)): sorted(d["tag"] & groups) for path, d in zip(paths, declared, strict=True)}
+def test_the_reading_sees_our_groups():
+    assert {"spatial_suite", "mmsi"} <= _groups()
+
+
+# every benchmark's folder (``pytest -k <key>``), the YAMLs beside them (spatial_suite.yaml) and the scaffold's
+FOLDERS = {
+    **{key: sorted((ROOT / "tasks" / key).rglob("*.yaml")) for key in BENCHMARKS},
+    "shared": sorted((ROOT / "tasks").glob("*.yaml")),
+    "scaffold": sorted(TEMPLATES.rglob("*.yaml.tmpl")),
+}
+
+
+@pytest.mark.parametrize("folder", list(FOLDERS))
+def test_no_tag_of_ours_is_also_a_groups_name(folder):
+    groups = _groups()
+    tags = {str(p.relative_to(ROOT)): _declared(p.read_text(encoding="utf-8"))["tag"] for p in FOLDERS[folder]}
+    clashes = {path: sorted(names & groups) for path, names in tags.items()}
     assert {path: names for path, names in clashes.items() if names} == {}

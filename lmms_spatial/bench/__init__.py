@@ -10,7 +10,7 @@ One run, one machine, one JSON file (``--json``), so runs can be compared (``--c
   aggregations. CPU seconds (``time.process_time``) and wall seconds; peak RSS (``ru_maxrss``).
   ``our_cpu_ms_per_doc`` = messages + scoring + aggregation/doc: what a chat-model run pays us per doc.
   Judged tasks use ``LMMS_SPATIAL_JUDGE=none`` (rule-based fallback) unless the variable is set; the
-  judge's own cost is :mod:`lmms_spatial.bench.judge` (``scripts/bench_judge.py``).
+  judge's own cost is measured from a checkout (``python -m tools.bench_judge``, against a fake server).
 * **odi_decode**: a 12,000 × 6,000 JPEG ERP brought to the model's pixel budget: naive
   (``Image.open().convert("RGB").resize(BICUBIC)``) vs ours (:func:`lmms_spatial.data.erp_image.decode_erp`:
   JPEG draft-mode reduced decode, then ``reducing_gap`` resize); speed-up and image difference.
@@ -48,10 +48,9 @@ Modules, by what they measure: :mod:`~lmms_spatial.bench.tasks` (per-task CPU co
 :mod:`~lmms_spatial.bench.end_to_end` (single run and steady state), with
 :mod:`~lmms_spatial.bench.measure` (clocks, RSS) and :mod:`~lmms_spatial.bench.lmms_eval_process` (the child
 process) under them; :mod:`~lmms_spatial.bench.report` (checks, text, compare) and
-:mod:`~lmms_spatial.bench.cli` (arguments, the run, ``main``) on top. Standalone benchmarks, each with its
-own ``main`` (thin wrappers in ``scripts/``): :mod:`~lmms_spatial.bench.judge` (the judge layer against a
-loopback server), :mod:`~lmms_spatial.bench.odi_image_memory` (peak RSS of one 12K ERP through the task) and
-:mod:`~lmms_spatial.bench.omni_cot_preprocessing` (Omni-CoT's views and crops).
+:mod:`~lmms_spatial.bench.cli` (arguments, the run, ``main``) on top. Developers' standalone benchmarks live in
+the checkout's ``tools/`` (``python -m tools.bench_odi_image_memory``: peak RSS of one 12K ERP through the task;
+``python -m tools.bench_omni_cot_preprocessing``: Omni-CoT's views and crops), not in the package.
 """
 
 from lmms_spatial.bench.cli import add_arguments, main, main_args, run

@@ -1,14 +1,13 @@
 """The answers a question allows, read from a normalised document (no model needed).
 
 Used by the ``random_choice`` model (the demo's). A benchmark whose answers are not an ``options`` list
-or Yes/No declares its own rule in ``tasks/<key>/answers.py`` (``answer_space(doc) -> list[str] | None``), found by
-file name and tried first for that benchmark's tasks; ``None`` from it leaves the generic rules below.
+or Yes/No declares its own rule as its ``BENCHMARK``'s ``answers`` part (``answer_space(doc) -> list[str] | None``),
+tried first for that benchmark's tasks; ``None`` from it leaves the generic rules below.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,9 +17,9 @@ from lmms_spatial.metrics.extraction import LETTERS
 @functools.cache
 def _rules() -> dict[str, Any]:
     """{benchmark key: its ``answers`` module}, for the benchmarks that declare one."""
-    from lmms_spatial.paths import benchmark_modules
+    from lmms_spatial.data.registry import with_part
 
-    return {key: importlib.import_module(module) for key, module in benchmark_modules("answers").items()}
+    return {key: bench.load("answers") for key, bench in with_part("answers").items()}
 
 
 def _generic(doc: Mapping[str, Any]) -> list[str] | None:
@@ -33,7 +32,7 @@ def _generic(doc: Mapping[str, Any]) -> list[str] | None:
 
 
 def answer_space(doc: Mapping[str, Any], benchmark: str | None = None) -> list[str]:
-    """The benchmark's own rule (``tasks/<benchmark>/answers.py``) if it gives one; else option letters (an
+    """The benchmark's own rule (its ``answers`` part) if it gives one; else option letters (an
     ``options`` list), else Yes/No (a yes/no answer), else ``[]`` (an open answer).
 
     ``benchmark`` None: a task not known by its name (a YAML of the user's that includes one of ours, under its

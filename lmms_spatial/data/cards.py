@@ -4,13 +4,12 @@ The card is the contract of a layout (tests/test_contract.py checks the fixtures
 the layout at run time (export, the column mapping's validation) reads it here rather than keeping a second
 copy; cards ship as package data (``lmms_spatial.hub_cards``).
 
-The columns of a benchmark's rows are declared once, by ``features()`` in
-``tasks/<key>/declaration.py``; converters and fixtures write them, and ``lmms-spatial card <key>``
-writes them into the YAML front matter of ``hub_cards/<key>/README.md`` (every config's ``dataset_info``),
-leaving the rest of the card as it is. ``--check`` only compares (the contract test does the same):
-renaming a column is one edit in ``features()`` plus one command. The front matter is written the way
-``yaml.safe_dump`` writes it (keys in their order, no comments): the shipped cards are in that form
-already, so regenerating an unchanged card changes no byte.
+The columns of a benchmark's rows are declared once, by ``BENCHMARK.features`` in ``tasks/<key>/__init__.py``;
+converters and fixtures write them, and ``lmms-spatial card <key>`` writes them into the YAML front matter of
+``hub_cards/<key>/README.md`` (every config's ``dataset_info``), leaving the rest of the card as it is. ``--check``
+only compares (the contract test does the same): renaming a column is one edit in ``features()`` plus one command.
+The front matter is written the way ``yaml.safe_dump`` writes it (keys in their order, no comments): the shipped
+cards are in that form already, so regenerating an unchanged card changes no byte.
 """
 
 from __future__ import annotations

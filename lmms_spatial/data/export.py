@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_spatial.data.benchmark import Benchmark
+from lmms_spatial.benchmark import Benchmark
 
 # datasets' row group size for image data up to 4.x (PARQUET_ROW_GROUP_SIZE_FOR_IMAGE_DATASETS; 5.x leaves it to
 # MAX_ROW_GROUP_SIZE); the viewer shows 100 rows a page

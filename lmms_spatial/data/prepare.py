@@ -1,6 +1,6 @@
 """From a benchmark's published Hub release to the layout its tasks read, with no manual step.
 
-Resolution, for a benchmark whose release must be converted (its declaration's ``hub_is_normalised=False``):
+Resolution, for a benchmark whose release must be converted (its ``BENCHMARK``'s ``hub_is_normalised=False``):
 
 1. ``LMMS_SPATIAL_<NAME>_PATH`` (a local normalised copy) wins; that is ``sources.dataset_source``.
 2. The release at ``LMMS_SPATIAL_<NAME>_REVISION`` (default: the benchmark's pinned revision) is
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lmms_spatial.data.benchmark import Benchmark
+from lmms_spatial.benchmark import Benchmark
 from lmms_spatial.data.hub_cache import DataUnavailable, cached_commits, hf_home, hub_cache, offline, offline_because
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import replace
 
-from lmms_spatial.data.benchmark import Benchmark
+from lmms_spatial.benchmark import Benchmark
 from lmms_spatial.data.hub_cache import DataUnavailable
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

@@ -1,6 +1,6 @@
 """Old names of the normalised schemas (``<NAME>_FEATURES``), kept so existing imports keep working.
 
-The one schema source is each benchmark's declaration (``tasks/<key>/declaration.py``,
+The one schema source is each benchmark's ``BENCHMARK.features`` (``tasks/<key>/__init__.py``,
 ``features()``; read through :func:`lmms_spatial.data.registry.features`). New code reads it there;
 these names are computed from it on first use, never written twice: ``<NAME>`` is the middle of the
 benchmark's environment variable (``LMMS_SPATIAL_<NAME>_PATH``).

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from lmms_spatial.data.benchmark import Benchmark
+from lmms_spatial.benchmark import Benchmark
 from lmms_spatial.data.hub_cache import (  # noqa: F401  (DataUnavailable, hf_home, hub_cache: re-exported)
     OFFLINE_VARS,
     DataUnavailable,

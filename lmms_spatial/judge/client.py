@@ -48,6 +48,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from lmms_spatial import run_state
 from lmms_spatial.conditions import FALLBACK_JUDGE, UNPARSED_REASON  # the names score records carry
 from lmms_spatial.metrics.rubrics import Rubric, UnparsedReply, get_rubric
 
@@ -390,7 +391,7 @@ class Judge:
         import openai
         import tenacity
 
-        down = _OUTAGES.get(self._endpoint)
+        down = run_state.STATE.judges.outages.get(self._endpoint)
         if down is not None and time.monotonic() - down[0] < self.config.unavailable_cooldown:
             ago = time.monotonic() - down[0]
             raise JudgeUnavailableError(
@@ -423,7 +424,7 @@ class Judge:
                 raise self._mark_unavailable(exc, attempts, base_url) from None  # the cause's text may hold the key
             if isinstance(exc, openai.APIStatusError):
                 if exc.status_code in (401, 403):
-                    _REFUSED_KEYS[base_url] = exc.status_code
+                    run_state.STATE.judges.refused_keys[base_url] = exc.status_code
                 raise JudgeUnavailableError(
                     self._redact(
                         f"judge endpoint {base_url} refused the request for model {self.config.model!r} "
@@ -435,7 +436,7 @@ class Judge:
                 ) from None  # the cause's text may hold the key
             raise
         self.stats.add(judge_calls=1)
-        _OUTAGES.pop(self._endpoint, None)
+        run_state.STATE.judges.outages.pop(self._endpoint, None)
         return text
 
     def _mark_unavailable(self, last: BaseException, attempts: int, base_url: str) -> JudgeUnavailableError:
@@ -448,7 +449,7 @@ class Judge:
             base_url=base_url,
             model=self.config.model,
         )
-        _OUTAGES[self._endpoint] = (time.monotonic(), error)
+        run_state.STATE.judges.outages[self._endpoint] = (time.monotonic(), error)
         return error
 
     @property
@@ -502,20 +503,16 @@ class Judge:
         return [future.result() for future in futures]
 
 
+# the shared judges (get_judge): one client, connection pool and concurrency limit per rubric and config in the
+# process. What their servers said (an outage, a refused key) is in the run state (run_state.JudgeEndpoints,
+# shared by every judge sending there; single-key reads and writes of a dict are atomic: no lock needed).
 _JUDGES: dict[tuple[Rubric, JudgeConfig], Judge] = {}
 _JUDGES_LOCK = threading.Lock()
-# base URL -> (when, error) of its last outage, shared by every judge sending there (single-key reads and
-# writes of a dict are atomic: no lock needed)
-_OUTAGES: dict[str, tuple[float, JudgeUnavailableError]] = {}
-
-
-# base URL -> HTTP status, for every endpoint that refused the API key (401/403) in this process
-_REFUSED_KEYS: dict[str, int] = {}
 
 
 def refused_keys() -> dict[str, int]:
     """The endpoints that refused the API key of a judged item in this process, with the HTTP status."""
-    return dict(_REFUSED_KEYS)
+    return dict(run_state.STATE.judges.refused_keys)
 
 
 def _endpoint(base_url: str | None) -> str:
@@ -525,7 +522,7 @@ def _endpoint(base_url: str | None) -> str:
 
 def forget_outage(base_url: str | None) -> None:
     """Forget an outage seen at ``base_url`` (a new server there: :class:`~.testing.FakeJudgeServer`)."""
-    _OUTAGES.pop(_endpoint(base_url), None)
+    run_state.STATE.judges.outages.pop(_endpoint(base_url), None)
 
 
 def note_unreachable(config: JudgeConfig, what: str) -> None:
@@ -537,7 +534,7 @@ def note_unreachable(config: JudgeConfig, what: str) -> None:
         base_url=config.display_base_url,
         model=config.model,
     )
-    _OUTAGES[_endpoint(config.base_url)] = (time.monotonic(), error)
+    run_state.STATE.judges.outages[_endpoint(config.base_url)] = (time.monotonic(), error)
 
 
 def get_judge(rubric: str | Rubric, config: JudgeConfig | None = None, **overrides: Any) -> Judge:
@@ -565,7 +562,6 @@ def reset_judges() -> None:
     with _JUDGES_LOCK:
         judges = list(_JUDGES.values())
         _JUDGES.clear()
-        _OUTAGES.clear()
-        _REFUSED_KEYS.clear()
+        run_state.STATE.judges = run_state.JudgeEndpoints()
     for judge in judges:
         judge.close()

@@ -189,10 +189,13 @@ class Options:
 # ---------------------------------------------------------------------------------------
 
 
-def setting_of(task: str) -> str:
-    """``close`` / ``open`` / ``cot`` for ODI-Bench task names, else the task name itself."""
-    m = re.match(r"^odi_bench_(close|open|cot)(?:_|$)", task or "")
-    return m.group(1) if m else str(task)
+def setting_of(doc_to_messages: Any, task: str) -> str:
+    """The prompt setting of a request's task: its YAML's ``lmms_eval_specific_kwargs`` ``setting`` (``close``,
+    ``open``, ``cot``), read from the task that ``doc_to_messages`` is a method of, else the task name. The
+    artefacts of a document are shared by every task of one setting (a category's task and the whole setting's)."""
+    kwargs = getattr(getattr(doc_to_messages, "__self__", None), "lmms_eval_specific_kwargs", None)
+    setting = kwargs.get("setting") if isinstance(kwargs, Mapping) else None
+    return str(setting) if setting else str(task)
 
 
 def artifact_key(doc: Mapping[str, Any], setting: str) -> str:
@@ -273,7 +276,7 @@ class OmniCoT(Staged):
         state = DocState(
             request=request,
             doc=doc,
-            key=artifact_key(doc, setting_of(task)),
+            key=artifact_key(doc, setting_of(doc_to_messages, task)),
             image_key=image_key(doc, f"{task}:{doc_id}"),
             erp=erp,
             text=text,

@@ -37,7 +37,7 @@ from typing import Any
 from loguru import logger
 
 from lmms_spatial import run_options
-from lmms_spatial.conditions import KEY, RunConditions, model_label, parse_model_args
+from lmms_spatial.conditions import KEY, RunConditions, join_model_args, model_label, parse_model_args
 from lmms_spatial.models import stages
 from lmms_spatial.models._base import TextOnlyModel
 from lmms_spatial.run_state import ModelArgsError, RunRefused
@@ -167,8 +167,8 @@ def _differences(runs: list[LoggedRun]) -> list[str]:
 
 def _describe(run: LoggedRun) -> str:
     settings = run.settings or {}
-    args = ",".join(f"{k}={v}" for k, v in settings.get("model_args") or [])
-    gen = ",".join(f"{k}={v}" for k, v in settings.get("gen_kwargs") or [])
+    args = join_model_args(dict(settings.get("model_args") or []))
+    gen = join_model_args(dict(settings.get("gen_kwargs") or []))
     software = ", ".join(f"{name} {version}" for name, version in settings.get("software") or [])
     what = " ".join(x for x in (str(settings.get("model") or ""), args, f"gen_kwargs {gen}" if gen else "",
                                 f"on {software}" if software else "") if x)  # fmt: skip

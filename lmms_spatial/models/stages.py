@@ -4,9 +4,9 @@ A task's ``doc_to_messages`` may contain an assistant turn made by :func:`stage_
 "here goes the model's own answer to everything before this turn". The ``staged`` model
 (:mod:`lmms_spatial.models.staged`) generates that answer once per ``key`` (for OSR-Bench: one
 cognitive map per image and object pool), for all documents together, batched, and substitutes
-it before asking the final question. Outputs are also recorded here, in-process, so the task's
-``process_results`` can log them next to the score (and ``replay`` restores them from samples
-files, so a re-score logs the same maps).
+it before asking the final question. Outputs are also recorded, in-process (in the run state:
+:class:`lmms_spatial.run_state.StageOutputs`), so the task's ``process_results`` can log them next to the
+score (and ``replay`` restores them from samples files, so a re-score logs the same maps).
 
 A model that keeps its stage outputs on disk registers a lookup (:func:`add_store`): an answer a
 resumed run takes from lmms-eval's response cache was never generated in this process, and its
@@ -22,11 +22,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from lmms_spatial import run_state
+
 _FIELD = "lmms_spatial_stage"
-_LOCK = threading.Lock()
-_RESULTS: dict[tuple[str, str], str] = {}
-_ARTIFACTS: dict[tuple[str, str], dict[str, Any]] = {}
-_STORES: list[Callable[[str, str], str | None]] = []  # (stage, key) -> output kept on disk, or None
+_LOCK = threading.Lock()  # the outputs are recorded and read from the model's and lmms-eval's threads
 # score-record fields holding a structured artefact ({"key": ..., ...}) that replay restores
 ARTIFACT_FIELDS = ("omni_cot",)
 
@@ -67,22 +66,23 @@ def filled(messages: Sequence[Mapping[str, Any]], outputs: Mapping[tuple[str, st
 
 def record(stage: str, key: str, output: str) -> None:
     with _LOCK:
-        _RESULTS[(stage, key)] = output
+        run_state.STATE.stages.outputs[(stage, key)] = output
 
 
 def add_store(lookup: Callable[[str, str], str | None]) -> None:
     """Consult ``lookup(stage, key)`` for a stage output not generated in this process (a resumed run)."""
     with _LOCK:
-        if lookup not in _STORES:
-            _STORES.append(lookup)
+        stores = run_state.STATE.stages.stores
+        if lookup not in stores:
+            stores.append(lookup)
 
 
 def stage_result(stage: str, key: str) -> dict[str, Any] | None:
     """``{"key", "output"}`` of a recorded stage, for sample logs; None if never generated here nor kept
     by a registered store (:func:`add_store`)."""
     with _LOCK:
-        output = _RESULTS.get((stage, key))
-        stores = list(_STORES)
+        output = run_state.STATE.stages.outputs.get((stage, key))
+        stores = list(run_state.STATE.stages.stores)
     for lookup in stores if output is None else ():
         output = lookup(stage, key)
         if output is not None:
@@ -94,7 +94,7 @@ def stage_result(stage: str, key: str) -> dict[str, Any] | None:
 def record_artifact(stage: str, key: str, artifact: Mapping[str, Any]) -> None:
     """A structured stage artefact (e.g. Omni-CoT's captions, boxes, crops), logged by ``process_results``."""
     with _LOCK:
-        _ARTIFACTS[(stage, key)] = {**artifact, "key": key}
+        run_state.STATE.stages.artifacts[(stage, key)] = {**artifact, "key": key}
 
 
 def artifact(stage: str, key: str) -> dict[str, Any] | None:
@@ -102,7 +102,7 @@ def artifact(stage: str, key: str) -> dict[str, Any] | None:
     import copy
 
     with _LOCK:
-        found = _ARTIFACTS.get((stage, key))
+        found = run_state.STATE.stages.artifacts.get((stage, key))
         return None if found is None else copy.deepcopy(found)
 
 
@@ -127,7 +127,6 @@ def restore_from_record(value: Any) -> int:
 
 
 def clear() -> None:
+    """Forget every stage output, artefact and store (tests: what a new process would know)."""
     with _LOCK:
-        _RESULTS.clear()
-        _ARTIFACTS.clear()
-        _STORES.clear()
+        run_state.STATE.stages = run_state.StageOutputs()

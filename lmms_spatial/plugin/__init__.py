@@ -24,6 +24,7 @@ hook (:mod:`lmms_spatial_startup`); with it switched off, when lmms-eval first b
 
 from __future__ import annotations
 
+import functools
 import sys
 
 # the lmms-eval versions these patches were written against: lmms_spatial.environment holds the range (the doctor
@@ -33,8 +34,6 @@ from lmms_spatial.environment import LMMS_EVAL_BELOW, LMMS_EVAL_MIN, SUPPORTED_R
 # with the startup hook off, the data layer patches lmms-eval when it first builds a task of ours: it calls the
 # hook module, never this package (lmms_spatial_startup.install_late)
 from lmms_spatial_startup import install_late, late_installed
-
-_checked: list[bool] = []
 
 
 def lmms_eval_version() -> str:
@@ -46,20 +45,19 @@ def lmms_eval_version() -> str:
         return "unknown"
 
 
+@functools.cache  # once per process: the installed lmms-eval does not change under it, and the line is said once
 def supported() -> bool:
     """Whether the installed lmms-eval is in :data:`SUPPORTED_RANGE`; outside it, one line says so (once)."""
-    if not _checked:
-        found = lmms_eval_version()
-        ok = found == "unknown" or LMMS_EVAL_MIN <= version_tuple(found) < LMMS_EVAL_BELOW
-        if not ok:
-            print(
-                f"lmms-spatial: lmms-eval {found} is not supported (supported: lmms-eval{SUPPORTED_RANGE}); our tasks "
-                f"and run fixes are not installed. Install a supported version: "
-                f"pip install 'lmms-eval{SUPPORTED_RANGE}'",
-                file=sys.stderr,
-            )
-        _checked.append(ok)
-    return _checked[0]
+    found = lmms_eval_version()
+    ok = found == "unknown" or LMMS_EVAL_MIN <= version_tuple(found) < LMMS_EVAL_BELOW
+    if not ok:
+        print(
+            f"lmms-spatial: lmms-eval {found} is not supported (supported: lmms-eval{SUPPORTED_RANGE}); our tasks "
+            f"and run fixes are not installed. Install a supported version: "
+            f"pip install 'lmms-eval{SUPPORTED_RANGE}'",
+            file=sys.stderr,
+        )
+    return ok
 
 
 def internal(module, path: str, loss: str):

@@ -52,7 +52,7 @@ def config_mistakes(args: Any) -> list[str]:
     found = []
     tasks = getattr(args, "tasks", None)
     if tasks is not None and not isinstance(tasks, str):
-        joined = ",".join(task_entries(tasks)) or "mmsi_vanilla,dori"
+        joined = ",".join(task_entries(tasks)) or "<task>,<task>"
         found.append(
             f"tasks: in {where} is a YAML {type(tasks).__name__}; lmms-eval reads a comma-separated "
             f'string (it calls .split on it): write tasks: "{joined}"'

@@ -92,9 +92,15 @@ if TYPE_CHECKING:
     from lmms_spatial.run_state import RunNotes
 
 UNPARSED_NOTE_SHARE = 0.05  # more than this share of unreadable verdicts is said in the run's last lines
-# rubrics whose official code scores an unreadable verdict 0 (kept, and counted): OSR-Bench's
-# evaluation/llm_evaluator.py (json.loads fails, or no "score": 0)
-SCORED_UNPARSED = frozenset({"osr_negative"})
+
+
+def unparsed_rule(rubric: str | None) -> str | None:
+    """What ``rubric``'s official code does with a verdict it cannot read, when it scores it (the rubric's
+    ``unparsed_rule``; None: left out of the score, or not a rubric of ours)."""
+    from lmms_spatial.metrics.rubrics import RUBRICS
+
+    found = RUBRICS.get(rubric or "")
+    return found.unparsed_rule if found is not None else None
 
 
 # --- the model ----------------------------------------------------------------------------------
@@ -238,7 +244,7 @@ def judge_entry(rubric: str, metrics: Mapping[str, Any], documents: int, without
     if failures is None:
         return judge
     answered = documents - failures - without_map
-    scored = answered if rubric in SCORED_UNPARSED else answered - (unparsed or 0)
+    scored = answered if unparsed_rule(rubric) else answered - (unparsed or 0)
     return Judge("llm", model=judge.model, rubric=rubric, rubric_version=judge.rubric_version, scored=scored,
                  failures=failures, unparsed=unparsed or 0)  # fmt: skip
 
@@ -404,14 +410,14 @@ def notes(conditions: RunConditions, samples: Mapping[str, list[dict]] | None = 
     for (judge_model, rubric), names in sorted(by_rubric.items()):
         unparsed = sum(tasks[t].judge.unparsed or 0 for t in names)
         scored = sum(tasks[t].judge.scored or 0 for t in names)
-        answered = scored if rubric in SCORED_UNPARSED else scored + unparsed
+        rule = unparsed_rule(rubric)
+        answered = scored if rule else scored + unparsed
         if not unparsed or unparsed / answered <= UNPARSED_NOTE_SHARE:
             continue
         shown = example_verdict(samples or {}, names)
         if shown is None and callable(example):
             shown = example(rubric)
-        what = ("scored 0 in llm_accuracy, as the official OSR-Bench evaluator scores them"
-                if rubric in SCORED_UNPARSED else "left out of judge_score")  # fmt: skip
+        what = rule or "left out of judge_score"
         lines.append(
             f"lmms-spatial: {unparsed} of {answered} verdicts of the judge {judge_model} (rubric {rubric}) could not "
             f"be read ({unparsed / answered:.0%}): {what}, counted in judge_unparsed"

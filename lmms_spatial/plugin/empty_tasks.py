@@ -24,9 +24,10 @@ there and the whole group dies before the first model call. Three steps and an e
 
 from __future__ import annotations
 
+from lmms_spatial import run_state
 from lmms_spatial.plugin import failures
 from lmms_spatial.plugin.ours import is_ours, leaf_name, leaf_tasks
-from lmms_spatial.run_state import DOCUMENTS_KEY, NO_DOCUMENTS
+from lmms_spatial.run_state import DOCUMENTS_KEY, NO_DOCUMENTS, EmptyTasks
 
 COVERAGE_KEY = "tasks_covered,none"  # results["results"][group]: "4 of 5; no documents: <tasks>"
 _FLAG = "_lmms_spatial_no_documents"
@@ -34,11 +35,6 @@ _FLAG = "_lmms_spatial_no_documents"
 
 class NoDocumentsError(RuntimeError):
     """Every task the run asked for has no documents in the release: nothing to evaluate."""
-
-
-# what the last task dict left out: empty tasks (in order), and {group: (covered, empty) leaf tasks}
-_empty: list[str] = []
-_coverage: dict[str, tuple[list[str], list[str]]] = {}
 
 
 def tolerated(task) -> bool:
@@ -85,7 +81,7 @@ def without_empty_tasks(task_dict: dict) -> tuple[dict, list[str], dict[str, tup
 
 def left_out() -> list[str]:
     """The tasks of ours the last task dict left out for want of documents."""
-    return list(_empty)
+    return list(run_state.STATE.empty_tasks.tasks)
 
 
 def describe_coverage(covered: list[str], empty: list[str]) -> str:
@@ -94,12 +90,13 @@ def describe_coverage(covered: list[str], empty: list[str]) -> str:
 
 def annotate(results: dict) -> dict:
     """Name the empty tasks and the groups' coverage in lmms-eval's results dict (in place)."""
+    left_out_now = run_state.STATE.empty_tasks
     for section in ("results", "groups"):
-        for group, (covered, empty) in _coverage.items():
+        for group, (covered, empty) in left_out_now.coverage.items():
             if group in results.get(section, {}):
                 results[section][group][COVERAGE_KEY] = describe_coverage(covered, empty)
     table = results.setdefault("results", {})
-    for task in _empty:
+    for task in left_out_now.tasks:
         table[task] = {"alias": task, DOCUMENTS_KEY: NO_DOCUMENTS}
     return results
 
@@ -111,9 +108,7 @@ def leave_out(task_dict: dict) -> dict:
     kept, empty, coverage = without_empty_tasks(task_dict)
     if empty and not kept:  # a failed run: its one line says why (lmms_spatial.plugin.failures)
         raise NoDocumentsError(f"{', '.join(empty)}: {NO_DOCUMENTS}; nothing left to evaluate")
-    _empty[:] = empty
-    _coverage.clear()
-    _coverage.update(coverage)
+    run_state.STATE.empty_tasks = EmptyTasks(empty, coverage)
     if empty:
         failures.add_line(
             f"lmms-spatial: {', '.join(empty)}: {NO_DOCUMENTS}; left out, results written for the other tasks "
@@ -124,4 +119,4 @@ def leave_out(task_dict: dict) -> dict:
 
 def named(results):
     """``simple_evaluate``'s results, naming the empty tasks and the groups' coverage when some were left out."""
-    return annotate(results) if isinstance(results, dict) and _empty else results
+    return annotate(results) if isinstance(results, dict) and run_state.STATE.empty_tasks.tasks else results

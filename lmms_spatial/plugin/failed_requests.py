@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from lmms_spatial import run_state
+
 MARKERS = ("[LMMS_EVAL_REQUEST_FAILED", "[LMMS_EVAL_BUDGET_EXCEEDED]", "[GENERATION_FAILED]", "[ERROR] ")
 PREFIX = "request failed: "  # the start of a failed document's lmms_spatial_error
 STOP_AFTER = 8  # consecutive failed requests after which a chunked run stops: the server is down
@@ -72,21 +74,19 @@ def counted(sample_metrics: Any) -> tuple[int, str | None]:
     return most, first
 
 
-_COUNTS: dict[str, tuple[int, str | None]] = {}  # task -> (failed documents, first reply), rank 0, this run
-
-
 def note_task(task: str, sample_metrics: Any) -> None:
-    """Called as a task's records are aggregated (rank 0, all ranks gathered)."""
+    """Called as a task's records are aggregated (rank 0, all ranks gathered): the run state's count for it."""
     number, first = counted(sample_metrics)
-    _COUNTS[task] = (number, first)
+    run_state.STATE.failed_requests[task] = (number, first)
 
 
 def counts() -> dict[str, int]:
-    return {task: number for task, (number, _) in _COUNTS.items()}
+    return {task: number for task, (number, _) in run_state.STATE.failed_requests.items()}
 
 
 def reset() -> None:
-    _COUNTS.clear()
+    """Forget the counts (an evaluation of ours starts)."""
+    run_state.STATE.failed_requests = {}
 
 
 def endpoint(lm: Any) -> str:
@@ -108,7 +108,7 @@ def endpoint(lm: Any) -> str:
 
 def closing_line(lm: Any, documents: dict[str, int]) -> str | None:
     """The run's last line when requests failed; ``documents``: each task's documents evaluated."""
-    failed = {task: n for task, n in sorted(_COUNTS.items()) if n[0]}
+    failed = {task: n for task, n in sorted(run_state.STATE.failed_requests.items()) if n[0]}
     if not failed:
         return None
     total = sum(n for n, _ in failed.values())

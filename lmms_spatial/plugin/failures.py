@@ -15,17 +15,22 @@ What a user must know about numbers that *were* written (with-map tasks left uns
 map, judge verdicts that could not be read) ends the output the same way, as notes that leave the exit
 status alone (:func:`add_note`).
 
+The lines and the status are the command's, kept in :attr:`lmms_spatial.run_state.RunState.last_lines` (every run
+of a ``--config`` list adds to them; they are said once, at interpreter exit).
+
 Runs with none of our tasks keep lmms-eval's behaviour.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 import threading
 from pathlib import Path
 
+from lmms_spatial import run_state
 from lmms_spatial.paths import tasks_dir
 from lmms_spatial.run_state import RunRefused  # with the run state, so that code below the plugin can raise it
 
@@ -34,27 +39,19 @@ EXC_OURS_ATTR = "lmms_spatial_ours"  # ... and whether that task runs code of ou
 ERROR_KEY = "lmms_spatial_error"  # a document's score when its scoring failed (isolation) or its request did
 
 
-_lock = threading.Lock()
-_LINES: list[str] = []
-_NOTES: list[str] = []  # printed last like _LINES, without changing the exit status
-_TASK_FAILURES: dict[str, str] = {}  # task -> "stage: cause" (first failure only)
-_exit_registered: list[bool] = []
-_STATUS: list[int] = []  # the exit status of a run that has failure lines, when not 1 (Ctrl-C: 130)
+_lock = threading.Lock()  # the last lines are added from lmms-eval's threads and read at exit
 INTERRUPTED_STATUS = 130  # a shell's status for a command ended by SIGINT
 
 
-_NAMES: list[set[str]] = []
-
-
-def our_task_names() -> set[str]:
-    """Task, group and tag names declared by our YAML files (a plain scan: no YAML parsing, no data)."""
-    if not _NAMES:
-        pattern = re.compile(r"^(?:task|group|tag):\s*([\w.-]+)\s*(?:#.*)?$", re.MULTILINE)
-        names: set[str] = set()
-        for path in Path(tasks_dir()).rglob("*.yaml"):
-            names.update(pattern.findall(path.read_text(encoding="utf-8")))
-        _NAMES.append(names)
-    return _NAMES[0]
+@functools.cache
+def our_task_names() -> frozenset[str]:
+    """Task, group and tag names declared by our YAML files (a plain scan: no YAML parsing, no data). Read once
+    per process: the installed YAML files do not change while it runs."""
+    pattern = re.compile(r"^(?:task|group|tag):\s*([\w.-]+)\s*(?:#.*)?$", re.MULTILINE)
+    names: set[str] = set()
+    for path in Path(tasks_dir()).rglob("*.yaml"):
+        names.update(pattern.findall(path.read_text(encoding="utf-8")))
+    return frozenset(names)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../lmms_spatial
@@ -121,41 +118,52 @@ def marked(exc: BaseException, attr: str) -> bool:
 
 
 def add_line(line: str) -> None:
+    """A failure line: said last, and the command exits 1 (once per distinct line)."""
     with _lock:
-        if line not in _LINES:
-            _LINES.append(line)
+        said = run_state.STATE.last_lines.failures
+        if line not in said:
+            said.append(line)
     register_exit()
 
 
 def add_note(line: str) -> None:
     """A line printed at the very end of the run's output (after lmms-eval's tables); the exit status stays."""
     with _lock:
-        if line not in _NOTES:
-            _NOTES.append(line)
+        said = run_state.STATE.last_lines.notes
+        if line not in said:
+            said.append(line)
     register_exit()
 
 
 def replace_line(old: str | None, new: str) -> None:
     """A failure line that grew (one line per thing, naming more of it): ``old`` (if any) gives way to ``new``."""
     with _lock:
-        if old in _LINES:
-            _LINES[_LINES.index(old)] = new
+        said = run_state.STATE.last_lines.failures
+        if old in said:
+            said[said.index(old)] = new
             return
     add_line(new)
 
 
+def lines() -> list[str]:
+    """The failure lines said so far, in order."""
+    with _lock:
+        return list(run_state.STATE.last_lines.failures)
+
+
 def notes() -> list[str]:
     with _lock:
-        return list(_NOTES)
+        return list(run_state.STATE.last_lines.notes)
 
 
 def task_failed(task: str, stage: str, exc: BaseException | str) -> bool:
     """Record that ``task`` failed at ``stage`` (``scoring``, ``aggregation``); True the first time."""
     cause = exc if isinstance(exc, str) else describe(exc)
     with _lock:
-        if task in _TASK_FAILURES:
+        failed = run_state.STATE.last_lines.failed_tasks
+        if task in failed:
             return False
-        _TASK_FAILURES[task] = f"{stage}: {cause}"
+        failed[task] = f"{stage}: {cause}"
     add_line(
         f"lmms-spatial: {task} failed while {stage}: {cause}; the other tasks' results and every sample were written"
     )
@@ -164,7 +172,7 @@ def task_failed(task: str, stage: str, exc: BaseException | str) -> bool:
 
 def failed_tasks() -> dict[str, str]:
     with _lock:
-        return dict(_TASK_FAILURES)
+        return dict(run_state.STATE.last_lines.failed_tasks)
 
 
 def run_failed(exc: BaseException, requested_ours: list[str]) -> None:
@@ -199,35 +207,32 @@ def interrupted(kept: str) -> None:
     resumes; exit status 130, as a shell gives a command SIGINT ended."""
     add_line(f"lmms-spatial: interrupted (Ctrl-C): {kept}")
     with _lock:
-        _STATUS[:] = [INTERRUPTED_STATUS]
+        run_state.STATE.last_lines.status = INTERRUPTED_STATUS
 
 
 def reset() -> None:
     """Forget every failure (tests; a process that runs several evaluations)."""
     with _lock:
-        _LINES.clear()
-        _NOTES.clear()
-        _TASK_FAILURES.clear()
-        _STATUS.clear()
+        run_state.STATE.last_lines = run_state.LastLines()
 
 
 def _exit_if_failed() -> None:
     with _lock:
-        lines, notes = list(_LINES), list(_NOTES)
-    if lines or notes:
+        said = run_state.STATE.last_lines
+        failures, notes, status = list(said.failures), list(said.notes), said.status
+    if failures or notes:
         sys.stdout.flush()
-        for line in notes + lines:  # a failure is the very last thing said
+        for line in notes + failures:  # a failure is the very last thing said
             print(line, file=sys.stderr)
         sys.stderr.flush()
-    if lines:
-        os._exit(_STATUS[0] if _STATUS else 1)
+    if failures:
+        os._exit(status if status is not None else 1)
 
 
+@functools.cache  # once per process: atexit would run a second registration twice
 def register_exit() -> None:
     """Exit with status 1 and the failure lines at interpreter exit. Registered when lmms-eval's evaluator is
     imported, before lmms-eval registers its own handlers, so that it runs after them (atexit is LIFO)."""
-    if not _exit_registered:
-        import atexit
+    import atexit
 
-        _exit_registered.append(True)
-        atexit.register(_exit_if_failed)
+    atexit.register(_exit_if_failed)

@@ -105,7 +105,7 @@ def _wrap(
     setattr(module, name, wrapper)
 
 
-def _ours_at_failure(exc: BaseException, call: Call) -> list[str]:
+def _our_tasks_of_failed_call(exc: BaseException, call: Call) -> list[str]:
     """Our tasks of a call that raised before its task dict was whole ([] when nothing says it is ours)."""
     named = sorted(requested_names(call.arguments.get("tasks")) & failures.our_task_names())
     found = list(dict.fromkeys([*named, *call.built_ours]))
@@ -121,23 +121,23 @@ def _simple_evaluate(original: Callable) -> Callable:
     def simple_evaluate(*args, **kwargs):
         bound = _bind(original, args, kwargs)
         call = Call(dict(bound.arguments) if bound is not None else {})
-        run_state.STATE.calls.append(call)
+        run_state.start_call(call)  # an outermost call forgets what an earlier evaluation left
         try:
             check_environment(call)
             results = original(*args, **kwargs)
         except Exception as exc:
-            ours = call.run.ours if call.run is not None else _ours_at_failure(exc, call)
+            ours = call.run.ours if call.run is not None else _our_tasks_of_failed_call(exc, call)
             if ours:
                 failures.run_failed(exc, ours)
-                _end_if_said_in_its_line(exc)
+                _exit_if_last_line_explains(exc)
             raise
         except KeyboardInterrupt as exc:  # Ctrl-C: one line, not a traceback (SystemExit prints none)
-            if call.run is None and not _ours_at_failure(exc, call):
+            if call.run is None and not _our_tasks_of_failed_call(exc, call):
                 raise
-            failures.interrupted(_kept_line(call.run))
+            failures.interrupted(_what_interruption_keeps(call.run))
             raise SystemExit(failures.INTERRUPTED_STATUS) from None
         finally:
-            run_state.STATE.calls.remove(call)
+            run_state.end_call(call)
             if call.run is not None:
                 _end(call.run)
         if call.run is not None:
@@ -155,7 +155,7 @@ def _simple_evaluate(original: Callable) -> Callable:
     return simple_evaluate
 
 
-def _said_in_its_line(exc: BaseException) -> bool:
+def _last_line_explains(exc: BaseException) -> bool:
     """Whether a run of ours on the command line that raised ``exc`` is told in full by its last line: data it
     cannot read (``DataUnavailable``: the variable, the release, the fix), a row it cannot use
     (``BadDocumentError``: the document and the field), or what it was given cannot be done (``RunRefused``:
@@ -173,14 +173,14 @@ def _said_in_its_line(exc: BaseException) -> bool:
     return isinstance(failures.root_cause(exc), (DataUnavailable, BadDocumentError, failures.RunRefused))
 
 
-def _end_if_said_in_its_line(exc: BaseException) -> None:
-    """End the command line now, exit 1, when its last line tells ``exc`` in full (:func:`_said_in_its_line`):
+def _exit_if_last_line_explains(exc: BaseException) -> None:
+    """End the command line now, exit 1, when its last line tells ``exc`` in full (:func:`_last_line_explains`):
     ``SystemExit`` is not an ``Exception``, so lmms-eval's handler prints no traceback over that line."""
-    if _said_in_its_line(exc):
+    if _last_line_explains(exc):
         raise SystemExit(1) from None
 
 
-def _kept_line(run: Run | None) -> str:
+def _what_interruption_keeps(run: Run | None) -> str:
     """What an interrupted run keeps, and how to go on."""
     where = run.notes.answers if run is not None else None
     if not where:
@@ -571,13 +571,13 @@ def refuse_cli_mistakes() -> None:
         check_seed(sys.argv[1:])
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
-        _end_if_said_in_its_line(exc)
+        _exit_if_last_line_explains(exc)
         raise
     try:
         check_limit(getattr(args, "limit", None))
     except failures.RunRefused as exc:
         failures.add_line(f"lmms-spatial: {exc}")
-        _end_if_said_in_its_line(exc)  # a negative one too: lmms-eval's own refusal is a traceback
+        _exit_if_last_line_explains(exc)  # a negative one too: lmms-eval's own refusal is a traceback
         if getattr(args, "limit", None) == 0:  # lmms-eval would go on: load the model, build every task
             raise
 

@@ -1,14 +1,14 @@
 """lmms-eval's task YAMLs parsed by libyaml: the same configs, about 4 CPU-seconds less at every start.
 
 Every ``lmms-eval`` run indexes its ~1,900 built-in task YAMLs (``TaskManager._get_task_and_group``) and ours, each
-file read by ``lmms_eval.utils.load_yaml_config`` with ``yaml.full_load``: PyYAML's pure-Python parser. Measured on
-the project's 2-core machine (2026-11-26): 5.4 CPU s for the built-in index, 0.75 s with libyaml's parser, the same
-index. :func:`patch_yaml_loading` wraps ``load_yaml_config`` so that a file it is asked to read is parsed by
-:class:`_LibyamlFullLoader`: libyaml's parser under PyYAML's own full constructor and resolver, with the very
-constructor and resolver tables ``yaml.full_load`` would use (``yaml.FullLoader``'s, ``!function`` registered by the
-same ``yaml.add_constructor`` call lmms-eval makes), so the same Python values come out. The parsed mapping is then
-handed to lmms-eval's own function as ``yaml_config``: includes, ``yaml_dir`` and data files stay its code.
-Nothing is patched where PyYAML was built without libyaml.
+file read by ``lmms_eval.utils.load_yaml_config`` with ``yaml.full_load``: PyYAML's pure-Python parser: several
+times slower than libyaml's for the same index (figures: docs/measurements.md). :func:`patch_yaml_loading` wraps
+``load_yaml_config`` so that a file it is asked to read is parsed by :class:`_LibyamlFullLoader`: libyaml's parser
+under PyYAML's own full constructor and resolver, with the very constructor and resolver tables ``yaml.full_load``
+would use (``yaml.FullLoader``'s, ``!function`` registered by the same ``yaml.add_constructor`` call lmms-eval
+makes), so the same Python values come out. The parsed mapping is then handed to lmms-eval's own function as
+``yaml_config``: includes, ``yaml_dir`` and data files stay its code. Nothing is patched where PyYAML was built
+without libyaml.
 """
 
 from __future__ import annotations

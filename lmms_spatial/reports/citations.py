@@ -1,9 +1,9 @@
 """How a benchmark's paper is cited in reports: :class:`Citation`.
 
-Each benchmark declares its own (``CITATION`` in ``tasks/<key>/report.py``, its BibTeX read from
-``tasks/<key>/CITATION.bib``, the one copy: the task README and hub card repeat it, and a test keeps them equal;
-:func:`lmms_spatial.reports.layouts.citations` collects them); the shipped ones were checked against the
-arXiv listings (titles, identifiers, authors) on 2026-11-22.
+Each benchmark declares its own (``CITATION`` in its report part, its BibTeX read from the file its
+``BENCHMARK.citation`` names, ``tasks/<key>/CITATION.bib``, the one copy: the task README and hub card repeat it,
+and a test keeps them equal; :func:`lmms_spatial.reports.layouts.citations` collects them); the shipped ones were
+checked against the arXiv listings (titles, identifiers, authors).
 """
 
 from __future__ import annotations
@@ -13,9 +13,13 @@ from pathlib import Path
 
 
 def read_bibtex(module_file: str) -> str:
-    """The BibTeX in ``CITATION.bib`` beside a benchmark's report module (``read_bibtex(__file__)``): written once,
-    in the benchmark's folder, and read wherever it is shown."""
-    return (Path(module_file).parent / "CITATION.bib").read_text(encoding="utf-8").strip()
+    """The BibTeX of the benchmark whose report module is ``module_file`` (``read_bibtex(__file__)``): the file its
+    ``BENCHMARK.citation`` names in its folder, written once and read wherever it is shown."""
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    folder = Path(module_file).parent
+    bench = BENCHMARKS.get(folder.name)
+    return (folder / (bench.citation if bench else "CITATION.bib")).read_text(encoding="utf-8").strip()
 
 
 @dataclass(frozen=True)

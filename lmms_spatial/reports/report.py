@@ -104,7 +104,8 @@ def describe_run(run: Run) -> str:
     """One line: the label, the model and its arguments, documents, judge and map, the file."""
     c = run.conditions
     tasks = [t for t in c.tasks.values() if not t.empty]
-    parts = [f"{c.model}" + (f" ({c.args})" if c.args else "")]
+    args = c.model.args_without_seed()
+    parts = [f"{c.model.name}" + (f" ({args})" if args else "")]
     n, of = [t.documents for t in tasks], [t.of for t in tasks]
     if tasks and None not in n and None not in of:
         partial = [t for t in tasks if t.partial]

@@ -2,8 +2,9 @@
 
 A :class:`Run` is one ``*_results.json`` and the samples files written next to it (same timestamp),
 read in one pass by :func:`load_runs`: the metrics, every samples line (less the prompt and the
-document, which the report never reads), and the run's :class:`Conditions`. Tables, pooling,
-footnotes and plots read those values only; nothing is read from disk after loading.
+document, which the report never reads), and the run's conditions
+(:class:`~lmms_spatial.conditions.RunConditions`). Tables, pooling, footnotes and plots read those values only;
+nothing is read from disk after loading.
 
 Conditions (what produced the numbers): the short model label, the model and its arguments, the
 seed, and per task the documents evaluated against the split's size, the judge (an LLM, the
@@ -11,8 +12,9 @@ rule-based fallback and its share, or none), the map source of map tasks, the ru
 whether the task had no documents or failed while scoring; and the software that produced the answers
 (lmms-eval, transformers, torch, ...: runs that differ in it are never pooled). A run of ours records them at the top
 of its results (``"lmms_spatial"``, schema 1: the issue 33 contract), read here as the typed values the run wrote
-(:class:`lmms_spatial.conditions.RunConditions`: one schema, one label rule); for an older results file the
-same value is derived from what it holds (``config``, ``n-samples``, the samples' score records).
+(:class:`lmms_spatial.conditions.RunConditions`: one schema, one label rule, one model-args parser); for an older
+results file the same value is derived from what it holds (``config``, ``n-samples``, the samples' score records:
+:func:`derive_conditions`), and a record of an earlier version is completed by it.
 
 Runs are pooled as seeds of one model only when their conditions are equal except the seed
 (:func:`pool_key`), generation settings included (``--gen_kwargs``, and each task's settings in effect where
@@ -24,10 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -38,33 +38,19 @@ from lmms_spatial.conditions import (
     KEY,
     NO_DOCUMENTS,
     UNPARSED_REASON,
-    Generation,
     Judge,
+    ModelRecord,
     RunConditions,
+    TaskRecord,
     evaluated,
     int_or_none,
     model_label,
     text_or_none,
+    without_seed,
 )
 
-_SEED_ARG = re.compile(r"(^|,)\s*seed\s*=\s*([^,]*)")
 JUDGE_METRICS = frozenset({"judge_score", "llm_accuracy"})  # metrics an LLM judge (or its fallback) scores
 _DROPPED = ("input", "doc", "arguments", "doc_hash", "token_counts")  # samples fields the report never reads
-
-
-@cache
-def _seed_options() -> frozenset[str]:
-    """Run options that are seeds, not conditions (each benchmark's ``seed_options`` in its declaration): runs of
-    several such seeds pool."""
-    from lmms_spatial.data.registry import BENCHMARKS
-
-    return frozenset(option for bench in BENCHMARKS.values() for option in bench.seed_options)
-
-
-def _option_seed(options: Mapping[str, str]) -> str | None:
-    """The values of the seed options a task ran with (None: none set)."""
-    found = [options[k] for k in sorted(_seed_options()) if k in options]
-    return ",".join(found) if found else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -72,109 +58,12 @@ def _option_seed(options: Mapping[str, str]) -> str | None:
 # ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TaskConditions:
-    documents: int | None = None  # evaluated (after --limit)
-    of: int | None = None  # in the split
-    limit: float | None = None
-    judge: Judge | None = None  # None: the task needs no judge
-    map_source: str | None = None  # "own_map" | "none" | "partial"; None: not a map task
-    run_options: tuple[tuple[str, str], ...] | None = None  # None: not recorded (older samples)
-    seed: str | None = None
-    empty: bool = False  # no documents in this release
-    failed: str | None = None  # scoring failed (the message)
-    generation: tuple[tuple[str, str], ...] | None = None  # generation settings in effect; None: not recorded
-    protocol: tuple[tuple[str, str], ...] | None = None  # the task's own (its YAML's: the paper's protocol)
-
-    @property
-    def partial(self) -> bool:
-        return self.documents is not None and self.of is not None and self.documents < self.of
-
-    def options(self) -> dict[str, str]:
-        return dict(self.run_options or ())
-
-    def comparable(self) -> tuple[Any, ...]:
-        """Everything that must be equal to pool two runs' task (an option seed is a seed)."""
-        options = tuple((k, v) for k, v in self.options().items() if k not in _seed_options())
-        return (self.documents, self.of, self.empty, self.judge.identity() if self.judge else None, self.map_source,
-                options, self.generation)  # fmt: skip
-
-    def off_protocol(self) -> dict[str, tuple[str, str | None]]:
-        """{setting: (in effect, the protocol's or None)} where the generation settings differ from the task's own."""
-        if self.generation is None or self.protocol is None:
-            return {}
-        mine, own = dict(self.generation), dict(self.protocol)
-        return {k: (mine[k], own.get(k)) for k in sorted(mine) if mine[k] != own.get(k)} | {
-            k: ("(unset)", own[k]) for k in sorted(own) if k not in mine}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Conditions:
-    label: str  # short: pretrained / model_version / model basename, else the model's name
-    model: str
-    args: str  # model_args without seed=
-    seed: str | None = None  # model_args seed= (or the recorded model seed)
-    random_seed: str | None = None  # lmms-eval --seed (config.random_seed)
-    tasks: Mapping[str, TaskConditions] = field(default_factory=dict)
-    recorded: bool = False  # read from the results' "lmms_spatial" key (else derived)
-    # the software that produced the answers (lmms_spatial.environment.snapshot); None: not recorded
-    environment: Mapping[str, Any] | None = field(default=None, compare=False)
-    gen_overrides: tuple[tuple[str, str], ...] = ()  # --gen_kwargs (lmms-eval's config.gen_kwargs)
-    # where each benchmark's documents came from ((entry, "<hub id>@<revision>" or "a local copy"), ...); None: not
-    # recorded (results files written before 2026-11-26)
-    data: tuple[tuple[str, str], ...] | None = None
-
-    def data_of(self, tasks: Iterable[str]) -> tuple[tuple[str, str], ...] | None:
-        """The data entries of the benchmarks ``tasks`` belong to (a benchmark's entry, or its configs')."""
-        if self.data is None:
-            return None
-        keys = {_benchmark_of(t) for t in tasks}
-        return tuple((name, source) for name, source in self.data if name.split("/", 1)[0] in keys)
-
-    @property
-    def software(self) -> tuple[tuple[str, str], ...]:
-        """The versions a report compares between rows (lmms-eval, transformers, torch); () when not recorded."""
-        return environment.compared(self.environment)
-
-    def task(self, name: str) -> TaskConditions:
-        return self.tasks.get(name) or TaskConditions()
-
-    def seeds(self, tasks: Iterable[str]) -> tuple[Any, ...]:
-        """What makes two runs of equal conditions different seeds."""
-        option_seeds = sorted({_option_seed(self.task(t).options()) or "" for t in tasks if t in self.tasks})
-        task_seeds = sorted({self.task(t).seed or "" for t in tasks if t in self.tasks})
-        return (self.seed, self.random_seed, tuple(task_seeds), tuple(option_seeds))
-
-    def describe_seed(self, tasks: Iterable[str]) -> str:
-        tasks = list(tasks)
-        option_seeds = sorted({_option_seed(self.task(t).options()) for t in tasks if t in self.tasks} - {None})
-        if option_seeds:
-            return f"option seed {', '.join(option_seeds)}"
-        if self.seed is not None:
-            return f"seed={self.seed}"
-        task_seeds = sorted({self.task(t).seed for t in tasks if t in self.tasks} - {None})
-        if task_seeds:
-            return f"seed {', '.join(task_seeds)}"
-        return f"--seed {self.random_seed}" if self.random_seed is not None else "seed unknown"
-
-
 def pool_key(run: Run, tasks: Iterable[str]) -> tuple[Any, ...]:
     """Runs with equal keys differ at most in their seed: they may be pooled as seeds of one model."""
     c = run.conditions
     mine = sorted(set(tasks) & set(run.conditions.tasks))
-    return (run.label if run.labelled else None, c.model, c.args, c.software, c.gen_overrides, c.data_of(mine),
-            tuple((t, c.task(t).comparable()) for t in mine))  # fmt: skip
-
-
-def generation_items(kwargs: Any) -> tuple[tuple[str, str], ...] | None:
-    """Generation settings as comparable text (``0.0`` and ``0`` alike, as lmms-eval's cache keys them)."""
-    if not isinstance(kwargs, Mapping):
-        return None
-
-    def plain(value: Any) -> Any:
-        return int(value) if isinstance(value, float) and value.is_integer() else value
-
-    return tuple(sorted((str(k), json.dumps(plain(v), sort_keys=True, default=str)) for k, v in kwargs.items()))
+    return (run.label if run.labelled else None, c.model.name, c.model.args_without_seed(), c.software,
+            c.gen_overrides, c.data_of(mine), tuple((t, c.task(t).comparable()) for t in mine))  # fmt: skip
 
 
 def describe_generation(items: Iterable[tuple[str, str]] | None) -> str:
@@ -190,10 +79,11 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
     out = []
     if a.labelled and b.labelled and a.label != b.label:
         out.append(f"labels {a.label} vs {b.label}")
-    if ca.model != cb.model:
-        out.append(f"model {ca.model} vs {cb.model}")
-    if ca.args != cb.args:
-        out.append(f"model_args {ca.args or '(none)'} vs {cb.args or '(none)'}")
+    if ca.model.name != cb.model.name:
+        out.append(f"model {ca.model.name} vs {cb.model.name}")
+    args_a, args_b = ca.model.args_without_seed(), cb.model.args_without_seed()
+    if args_a != args_b:
+        out.append(f"model_args {args_a or '(none)'} vs {args_b or '(none)'}")
     if ca.software != cb.software:
         out.append(f"software {software_difference(ca, cb)}")
     if ca.gen_overrides != cb.gen_overrides:
@@ -218,8 +108,8 @@ def differences(a: Run, b: Run, tasks: Iterable[str]) -> list[str]:
     differing(lambda tc: f"documents {_fraction(tc)}")
     differing(lambda tc: "judge " + (tc.judge.describe() if tc.judge else "none needed"))
     differing(lambda tc: f"map {tc.map_source}")
-    differing(lambda tc: run_options.describe({k: v for k, v in tc.options().items() if k not in _seed_options()}))
-    differing(lambda tc: f"generation {describe_generation(tc.generation)}")
+    differing(lambda tc: run_options.describe(tc.condition_options()))
+    differing(lambda tc: f"generation {describe_generation(tc.in_effect())}")
     if not out:
         out.append(f"the same conditions and seed ({ca.describe_seed(mine)}) but different results")
     return out
@@ -232,27 +122,7 @@ def describe_data(entries: Sequence[tuple[str, str]] | None) -> str:
     return ", ".join(f"{name}: {source}" for name, source in entries) or "none"
 
 
-def data_entries(recorded: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...] | None:
-    """A run's recorded data as the report compares it: a Hub release by id and revision; a local copy only as
-    such (its path and ``datasets`` fingerprint follow the machine and the files' times, not their content)."""
-    if recorded is None:
-        return None
-    return tuple(sorted((name, "a local copy" if r.local else f"{r.source}@{r.revision or 'default branch'}")
-                        for name, r in recorded.items()))  # fmt: skip
-
-
-@cache
-def _task_benchmarks() -> dict[str, str]:
-    from lmms_spatial.paths import task_benchmarks
-
-    return task_benchmarks()
-
-
-def _benchmark_of(task: str) -> str | None:
-    return _task_benchmarks().get(task)
-
-
-def software_difference(a: Conditions, b: Conditions) -> str:
+def software_difference(a: RunConditions, b: RunConditions) -> str:
     """``transformers 5.24.0 vs 4.57.1``: the compared packages whose versions differ (or were not recorded)."""
     sa, sb = dict(a.software), dict(b.software)
     if not sa or not sb:
@@ -261,7 +131,7 @@ def software_difference(a: Conditions, b: Conditions) -> str:
                      if sa.get(name) != sb.get(name))  # fmt: skip
 
 
-def _fraction(tc: TaskConditions) -> str:
+def _fraction(tc: TaskRecord) -> str:
     if tc.empty:
         return "none (no documents in this release)"
     return f"{tc.documents if tc.documents is not None else '?'}/{tc.of if tc.of is not None else '?'}"
@@ -283,7 +153,7 @@ class Run:
     results_file: Path
     data: dict[str, Any]
     label: str  # the name given with --labels, else the short model label
-    conditions: Conditions
+    conditions: RunConditions
     lines: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)  # task -> samples lines
     labelled: bool = False  # label from --labels
     skipped: list[SkippedLine] = field(default_factory=list, repr=False)  # lines of its samples files not samples
@@ -320,7 +190,7 @@ class Run:
         tc = self.conditions.tasks.get(task)
         if task not in self.results and tc is None:
             return f"{task} not in this run"
-        tc = tc or TaskConditions()
+        tc = tc or TaskRecord()
         if tc.empty:
             return f"{task}: no documents in this release"
         if tc.failed:
@@ -352,18 +222,6 @@ class Run:
             "n-samples": {t: v for t, v in self.data.get("n-samples", {}).items() if t in keep},
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _args_text(args: str | Mapping[str, Any] | None) -> str:
-    if isinstance(args, Mapping):
-        return ",".join(f"{k}={v}" for k, v in args.items())
-    return str(args or "")
-
-
-def _without_seed(args: str) -> tuple[str, str | None]:
-    match = _SEED_ARG.search(args)
-    seed = match.group(2).strip() if match else None
-    return _SEED_ARG.sub("", args).strip(", "), seed
 
 
 def _judge_from_lines(lines: Sequence[Mapping[str, Any]]) -> Judge | None:
@@ -433,106 +291,40 @@ def _options_from_lines(lines: Sequence[Mapping[str, Any]]) -> dict[str, str] | 
     return None
 
 
-def derive_conditions(data: dict[str, Any], lines: Mapping[str, list[dict[str, Any]]]) -> Conditions:
-    """The conditions of a results file: its ``"lmms_spatial"`` key where it has one, completed (and for
-    older files replaced) by what the file and its samples hold."""
+def derive_conditions(data: dict[str, Any], lines: Mapping[str, list[dict[str, Any]]]) -> RunConditions:
+    """The conditions of a results file: its ``"lmms_spatial"`` key where it has one, completed
+    (:meth:`RunConditions.completed`) and for older files replaced by what the file and its samples hold. An older
+    file's model seed is its ``seed=`` argument, and lmms-eval's ``--seed`` counts as the seed of its answers."""
     config = data.get("config") or {}
     model = str(config.get("model") or data.get("model_name") or "model")
-    args, seed = _without_seed(_args_text(config.get("model_args")))
-    random_seed = text_or_none(config.get("random_seed"))
+    args = config.get("model_args")
     limit = config.get("limit")
     n_samples = data.get("n-samples") or {}
     results = data.get("results") or {}
     recorded = RunConditions.from_json(data.get(KEY))
     failed = recorded.failed_tasks or {}
     empty = {t for t, v in results.items() if isinstance(v, Mapping) and v.get(DOCUMENTS_KEY) == NO_DOCUMENTS}
-    names = set(n_samples) | set(lines) | empty
-    names |= set(failed) if isinstance(failed, Mapping) else set(failed)
+    names = set(n_samples) | set(lines) | empty | set(failed)  # failed_tasks: {task: message}, or the tasks
     tasks = {}
     for task in sorted(names):
         counts = n_samples.get(task) or {}
         documents = evaluated(counts, config.get("offset")) if counts.get("effective") is not None else None
-        of = int_or_none(counts.get("original"))
         task_lines = lines.get(task) or []
         judge = _judge_from_lines(task_lines) if task_lines else _judge_from_results(results.get(task, {}), documents)
-        options = _options_from_lines(task_lines)
-        tasks[task] = TaskConditions(
+        tasks[task] = TaskRecord(
             documents=documents,
-            of=of,
+            of=int_or_none(counts.get("original")),
             limit=limit,
             judge=judge,
             map_source=_map_source(task_lines),
-            run_options=None if options is None else tuple(sorted(options.items())),
+            run_options=_options_from_lines(task_lines),
             empty=task in empty,
             failed=str(failed[task])[:200] if isinstance(failed, Mapping) and task in failed else None,
         )
-    derived = Conditions(model_label(model, config.get("model_args")), model, args, seed, random_seed, tasks,
-                         gen_overrides=generation_items(config.get("gen_kwargs")) or ())  # fmt: skip
-    return _overlay(derived, recorded) if recorded.schema else derived
-
-
-def _overlay(derived: Conditions, recorded: RunConditions) -> Conditions:
-    """The recorded conditions (issue 33 contract), each field a file of an earlier version lacks taken from the
-    derived ones."""
-    model = recorded.model
-    args, seed = _without_seed(_args_text(model.args)) if model.args is not None else (derived.args, None)
-    tasks = dict(derived.tasks)
-    for task, entry in recorded.tasks.items():
-        old = tasks.get(task) or TaskConditions()
-        given = entry.given
-        tasks[task] = TaskConditions(
-            documents=entry.documents if "documents" in given else old.documents,
-            of=entry.of if "of" in given else old.of,
-            limit=entry.limit if "limit" in given else old.limit,
-            judge=_recorded_judge(entry.judge, old.judge) if "judge" in given else old.judge,
-            map_source=entry.map_source if "map_source" in given else old.map_source,
-            run_options=tuple(sorted(entry.run_options.items())) if entry.run_options is not None else old.run_options,
-            seed=text_or_none(entry.seed) if entry.seed is not None else old.seed,
-            empty=old.empty,
-            failed=old.failed,
-            **_recorded_generation(entry.generation),
-        )
-    return Conditions(
-        label=model.label or derived.label,
-        model=model.name or derived.model,
-        args=args,
-        seed=text_or_none(model.seed) if model.seed is not None else (seed or derived.seed),
-        # the seeds that reached the answers (lmms-eval's --seed only where the run sampled on a local model); an
-        # older record's --seed counts where the model had no seed of its own, as before
-        random_seed=(text_or_none(model.sampling_seed) if model.seeds_recorded
-                     else derived.random_seed if model.seed is None else None),  # fmt: skip
-        tasks=tasks,
-        recorded=True,
-        environment=recorded.environment,
-        gen_overrides=derived.gen_overrides,
-        data=data_entries(recorded.data),
-    )
-
-
-def _recorded_generation(entry: Generation | None) -> dict[str, Any]:
-    """A task's recorded ``generation`` (in effect, protocol) as :class:`TaskConditions` fields."""
-    if entry is None:
-        return {}
-    return {"generation": generation_items(entry.in_effect), "protocol": generation_items(entry.protocol)}
-
-
-def _recorded_judge(entry: Judge | None, derived: Judge | None) -> Judge | None:
-    """The recorded judge, each absent field taken from the one the score records show (the rule's text, or why
-    there was none, as its ``reason``)."""
-    if entry is None:
-        return None
-    d = derived or Judge(entry.kind)
-    return Judge(
-        entry.kind,
-        model=entry.model or d.model,
-        rubric=entry.rubric or d.rubric,
-        rubric_version=entry.rubric_version or d.rubric_version,
-        share=entry.share if entry.share is not None else d.share,
-        scored=entry.scored if "scored" in entry.given else d.scored,
-        failures=entry.failures if "failures" in entry.given else d.failures,
-        unparsed=entry.unparsed if "unparsed" in entry.given else d.unparsed,
-        reason=entry.reason or entry.rule or d.reason,
-    )
+    derived_model = ModelRecord(model_label(model, args), model, args, seed=without_seed(args)[1],
+                                sampling_seed=config.get("random_seed"))  # fmt: skip
+    derived = RunConditions(derived_model, tasks, schema=0, gen_kwargs=config.get("gen_kwargs"))
+    return recorded.completed(derived) if recorded.schema else derived
 
 
 def find_results_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -660,7 +452,9 @@ def load_run(path: Path, label: str | None = None) -> Run:
         lines[f.name[len(prefix) : -len(".jsonl")]], bad = read_samples(f, _DROPPED)
         skipped += bad
     conditions = derive_conditions(data, lines)
-    return Run(path, data, label or conditions.label, conditions, lines, labelled=label is not None, skipped=skipped)
+    return Run(
+        path, data, label or conditions.model.label, conditions, lines, labelled=label is not None, skipped=skipped
+    )
 
 
 def load_runs(paths: Iterable[Path | str], labels: list[str] | None = None) -> list[Run]:

@@ -8,8 +8,8 @@ spec also knows its chance level and unparsed rate (the same aggregation of the 
 category, reads them from those questions' samples), its bootstrap draws, and
 why a cell of it is empty (:meth:`Leaf.why`): every "-" of a run's row carries its reason.
 
-Tables read prepared values only: each run's results, samples lines and :class:`~lmms_spatial.
-reports.runs.Conditions`, loaded once by :func:`~lmms_spatial.reports.runs.load_runs`.
+Tables read prepared values only: each run's results, samples lines and conditions (:class:`~lmms_spatial.
+conditions.RunConditions`), loaded once by :func:`~lmms_spatial.reports.runs.load_runs`.
 
 Rows: runs are pooled as seeds of one model only when their conditions are equal except the seed
 (:func:`~lmms_spatial.reports.runs.pool_key`); other runs of one model stay separate rows, with a
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lmms_spatial import environment, run_options
-from lmms_spatial.conditions import NO_DOCUMENTS
+from lmms_spatial.conditions import NO_DOCUMENTS, differing_model_args
 from lmms_spatial.metrics.aggregation import seed_summary
 from lmms_spatial.reports import references, reproduction
 from lmms_spatial.reports.citations import Citation
@@ -377,9 +377,11 @@ def group_runs(runs: Sequence[Run], tasks: set[str]) -> tuple[list[list[Run]], l
             if all(r.conditions.seeds(tasks) != seeds for r in group):
                 same = next((r for r in group if r.digest(tasks) == digest), None)
                 if same is not None:  # pooled all the same (they are the seeds recorded), and said
-                    notes.append(f"{run.results_file} and {same.results_file} were recorded with different seeds "
-                                 f"({run.conditions.describe_seed(tasks)}; {same.conditions.describe_seed(tasks)}) "
-                                 "and hold the same results for this table: the seed may not have reached the model")
+                    notes.append(
+                        f"{run.results_file} and {same.results_file} were recorded with different seeds "
+                        f"({run.conditions.describe_seed(tasks)}; {same.conditions.describe_seed(tasks)}) "
+                        "and hold the same results for this table: the seed may not have reached the model"
+                    )
                 group.append(run)
                 break
         else:
@@ -542,14 +544,14 @@ def _off_protocol(run: Run, tasks: set[str]) -> dict[tuple[str, str, str | None]
 def _unrecorded_overrides(run: Run, tasks: set[str]) -> str:
     """``--gen_kwargs`` of a run that recorded no generation settings for the table's tasks ('' otherwise)."""
     mine = tasks & set(run.conditions.tasks)
-    if not run.conditions.gen_overrides or any(run.conditions.task(t).protocol is not None for t in mine):
+    if not run.conditions.gen_overrides or any(run.conditions.task(t).protocol() is not None for t in mine):
         return ""
     return describe_generation(run.conditions.gen_overrides)
 
 
 def _generation_tag(run: Run, tasks: set[str]) -> str:
     """The generation settings in effect of the table's tasks (or ``--gen_kwargs``), a row's tag."""
-    recorded = [run.conditions.task(t).generation for t in sorted(tasks & set(run.conditions.tasks))]
+    recorded = [run.conditions.task(t).in_effect() for t in sorted(tasks & set(run.conditions.tasks))]
     shown = sorted({describe_generation(g) for g in recorded if g is not None})
     overrides = run.conditions.gen_overrides
     return " / ".join(shown) or (f"--gen_kwargs {describe_generation(overrides)}" if overrides else "")
@@ -557,9 +559,9 @@ def _generation_tag(run: Run, tasks: set[str]) -> str:
 
 def _differing_args(entries: list[_Entry]) -> Callable[[_Entry], str]:
     """An entry's model arguments that not every entry shares (``samples=a`` rather than the whole string)."""
-    pairs = {id(e): [p.strip() for p in e.runs[0].conditions.args.split(",") if p.strip()] for e in entries}
-    common = set.intersection(*(set(p) for p in pairs.values()))
-    return lambda e: ",".join(p for p in pairs[id(e)] if p not in common)
+    tags = differing_model_args([e.runs[0].conditions.model.args_without_seed() for e in entries])
+    position = {id(e): i for i, e in enumerate(entries)}
+    return lambda e: tags[position[id(e)]]
 
 
 def _pool_warnings(entries: list[_Entry], tasks: set[str]) -> list[str]:
@@ -608,8 +610,8 @@ def build_table(
         cells = [_cell_for_runs(c.spec, group, _scale(c, scale), seed, ci) for c in layout.columns]
         table.rows.append(Row(e.label, "model", cells, model=e.base, runs=list(group)))
         table.notes.extend(e.notes)
-        published_row = reproduction.match(reproduction.run_names(e.model, group[0].conditions.args),
-                                           ref["rows"]) if ref else None  # fmt: skip
+        names = reproduction.run_names(e.model, group[0].conditions.model.args_without_seed())
+        published_row = reproduction.match(names, ref["rows"]) if ref else None
         if published_row is not None:
             delta, note = _reproduced(e, published_row, cells, layout, scale, f"{ref_file['paper']} {ref['table']}")
             table.rows.append(Row(f"Δ vs {published_row['model']} (published)", "delta", delta))

@@ -8,12 +8,9 @@ contributor then replaces the scaffold's rules with the paper's (see CONTRIBUTIN
 
 Nothing shared is edited, and the files are those of every shipped benchmark, in four places only:
 ``tasks/<key>/`` (everything that is the benchmark's), ``metrics/<key>.py`` (its pure scorer),
-``hub_cards/<key>/`` (its card) and ``tests/``. In its folder the benchmark registers itself through
-``declaration.py`` (``BENCHMARK``: key, Hub id, environment variable, converter; ``features()``: its
-columns), which ``lmms_spatial.data.registry`` discovers; it gets its demo data through ``demo.py``
-(``build``, ``DEMO_TASKS``), which ``lmms_spatial.data.demo`` discovers, its converter through
-``convert.py`` (``lmms-spatial convert <key>``; ``CONVERTERS`` finds it), and its report tables
-through ``report.py``, which ``lmms_spatial.reports.layouts`` discovers.
+``hub_cards/<key>/`` (its card) and ``tests/``. The benchmark is one object, ``BENCHMARK`` in
+``tasks/<key>/__init__.py`` (key, Hub id, environment variable, ``features()``: its columns, and the modules
+that are its converter, task needs, report and demo), which ``lmms_spatial.data.registry`` reads.
 
 Titles may hold any printable characters: each template gets the title quoted for where it goes
 (a Python docstring or string literal, YAML, Markdown).
@@ -192,14 +189,16 @@ Next (CONTRIBUTING.md walks through each step):
      pytest tests/test_contract.py tests/metrics/test_{name}.py tests/scripts/test_convert_{name}.py \
 tests/e2e/test_{name}_cli.py -k {name}   # green as generated
   2. metrics/{name}.py: the paper's prompt, categories and extraction strategy
-  3. tasks/{name}/declaration.py: the real columns in features(), the Hub id; then
+  3. tasks/{name}/__init__.py (BENCHMARK): the real columns in features(), the Hub id; then
      `lmms-spatial card {name}` writes them into hub_cards/{name}/README.md
   4. tasks/{name}/demo.py: a fixture like the data (`lmms-spatial fixture {name}` builds it
      in a folder for the real CLI); tasks/{name}/convert.py: the official release -> that layout
-  5. tasks/{name}/report.py: the paper's table, CITATION, published rows
+  5. tasks/{name}/report.py: the paper's table, CITATION (tasks/{name}/CITATION.bib), published rows
+     (tasks/{name}/published.json, schema in lmms_spatial/reports/references.py); name both in BENCHMARK
   6. tests: replace the hand-computed values as the rules change; docs/faithfulness.md, CHANGELOG.md,
-     README task table, docs/data.md data table
-  Data: export {env_var}=/path/to/converted  (the Hub id lives in tasks/{name}/declaration.py)"""
+     README task table, docs/data.md data table, the mutation baseline (CONTRIBUTING.md)
+  7. pytest -k {name} -m "not slow"      # every check of the benchmark that CI runs, the shared ones too
+  Data: export {env_var}=/path/to/converted  (the Hub id lives in tasks/{name}/__init__.py)"""
 
 
 def next_steps(name: str) -> str:

@@ -80,9 +80,10 @@ def cell_conditions(runs: Sequence[Run], tasks: set[str]) -> list[list[str]]:
                                                                   if c.task(t).judge.counts() else "")
                          for t in mine if c.task(t).judge is not None})  # fmt: skip
         maps = sorted({str(c.task(t).map_source) for t in mine if c.task(t).map_source is not None})
+        args = c.model.args_without_seed()
         rows = [
             ["run", run.label],
-            ["model", c.model + (f" ({c.args})" if c.args else "")],
+            ["model", f"{c.model.name}" + (f" ({args})" if args else "")],
             ["n/N", f"{sum(docs)}/{sum(of)}" if tcs and None not in docs and None not in of else "not recorded"],
         ]
         if judges:
@@ -320,7 +321,7 @@ def build(paths: Sequence[Path | str], out: Path | str, labels: list[str] | None
         "runs": [
             {
                 "label": r.label,
-                "model": r.conditions.model,
+                "model": r.conditions.model.name,
                 "file": str(r.results_file),
                 "describe": describe_run(r).removeprefix("- "),
             }

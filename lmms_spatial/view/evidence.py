@@ -18,7 +18,6 @@ task's rows), ``evidence(line, record, row) -> list[dict]`` (blocks such as ``{"
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Mapping
@@ -35,15 +34,11 @@ OUTCOMES = ("right", "wrong", "unparsed", "judge_failure", "not_scored")
 
 @cache
 def hook(benchmark: str | None) -> ModuleType | None:
-    """``lmms_spatial.tasks.<benchmark>.view`` (None when the benchmark declares none)."""
-    if not benchmark:
-        return None
-    try:
-        return importlib.import_module(f"lmms_spatial.tasks.{benchmark}.view")
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.endswith(f"{benchmark}.view"):
-            return None
-        raise
+    """The benchmark's ``view`` part (None when its ``BENCHMARK`` names none, or it is not a benchmark of ours)."""
+    from lmms_spatial.data.registry import BENCHMARKS
+
+    bench = BENCHMARKS.get(benchmark or "")
+    return bench.load("view") if bench is not None else None
 
 
 def score_record(line: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:

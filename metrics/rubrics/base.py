@@ -59,6 +59,9 @@ class Rubric:
     max_tokens: int = 256
     source: str = ""
     reask_message: str = REASK_MESSAGE
+    # what the official code does with a verdict it cannot read, when it scores it (None: it is left out of the
+    # score); said in the run's last lines
+    unparsed_rule: str | None = None
 
     def check_item(self, item: Mapping[str, Any]) -> None:
         """Raise ``KeyError`` naming the fields a task forgot to pass (a programming error)."""

@@ -232,4 +232,6 @@ RUBRIC = Rubric(
     fallback=fallback,
     max_tokens=64,
     source="OSR-Bench App. C.3 (META_PROMPT_OBJECT_COUNTING / _RELATIVE_DISTANCE / _RELATIVE_DIRECTION)",
+    # evaluation/llm_evaluator.py: json.loads fails, or no "score": 0
+    unparsed_rule="scored 0 in llm_accuracy, as the official OSR-Bench evaluator scores them",
 )

@@ -148,6 +148,63 @@ def docs_for(task: str, granularity: str):
     return documents_of("dori")(process_docs)
 
 
+# process_docs of each question type, docs_<task>_<granularity>, as the YAMLs name them
+def docs_view_parallelism_coarse(dataset: Any) -> Any:
+    return docs_for("view_parallelism", "coarse")(dataset)
+
+
+def docs_view_parallelism_granular(dataset: Any) -> Any:
+    return docs_for("view_parallelism", "granular")(dataset)
+
+
+def docs_directional_facing_coarse(dataset: Any) -> Any:
+    return docs_for("directional_facing", "coarse")(dataset)
+
+
+def docs_directional_facing_granular(dataset: Any) -> Any:
+    return docs_for("directional_facing", "granular")(dataset)
+
+
+def docs_single_axis_rotation_coarse(dataset: Any) -> Any:
+    return docs_for("single_axis_rotation", "coarse")(dataset)
+
+
+def docs_single_axis_rotation_granular(dataset: Any) -> Any:
+    return docs_for("single_axis_rotation", "granular")(dataset)
+
+
+def docs_compound_rotation_coarse(dataset: Any) -> Any:
+    return docs_for("compound_rotation", "coarse")(dataset)
+
+
+def docs_compound_rotation_granular(dataset: Any) -> Any:
+    return docs_for("compound_rotation", "granular")(dataset)
+
+
+def docs_inter_object_direction_coarse(dataset: Any) -> Any:
+    return docs_for("inter_object_direction", "coarse")(dataset)
+
+
+def docs_inter_object_direction_granular(dataset: Any) -> Any:
+    return docs_for("inter_object_direction", "granular")(dataset)
+
+
+def docs_viewer_scene_direction_coarse(dataset: Any) -> Any:
+    return docs_for("viewer_scene_direction", "coarse")(dataset)
+
+
+def docs_viewer_scene_direction_granular(dataset: Any) -> Any:
+    return docs_for("viewer_scene_direction", "granular")(dataset)
+
+
+def docs_canonical_orientation_coarse(dataset: Any) -> Any:
+    return docs_for("canonical_orientation", "coarse")(dataset)
+
+
+def docs_canonical_orientation_granular(dataset: Any) -> Any:
+    return docs_for("canonical_orientation", "granular")(dataset)
+
+
 # --- prompts -------------------------------------------------------------------------
 
 

@@ -359,7 +359,7 @@ def convert(
 ) -> Report:
     import datasets
 
-    from lmms_spatial.tasks.dori.declaration import features
+    from lmms_spatial.tasks.dori import features
 
     src, out_dir = Path(src), Path(out_dir)
     files = question_files(src)

@@ -442,7 +442,7 @@ def build(out_dir: Path, n: int = 2) -> Path:
     """Write ``test.parquet``: ``n`` (at most 2) items per question type, options shuffled by seed."""
     import datasets
 
-    from lmms_spatial.tasks.dori.declaration import features
+    from lmms_spatial.tasks.dori import features
 
     rows = []
     rng = random.Random(1)

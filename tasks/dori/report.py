@@ -13,7 +13,7 @@ from lmms_spatial.reports.plots import Scatter
 from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import Column, Layout, Leaf, Mean, Spec
 
-# Checked against the arXiv listing on 2026-11-22. The entry was later retitled ("Seeing Isn't
+# Checked against the arXiv listing. The entry was later retitled ("Seeing Isn't
 # Orienting: ..."); the tasks follow the version below.
 CITATION = Citation(
     "Tasnim et al., 2025",

@@ -32,7 +32,7 @@ from lmms_spatial.data.safe_files import (
 )
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.progress import progress
-from lmms_spatial.tasks.mmperspective.declaration import features
+from lmms_spatial.tasks.mmperspective import features
 from lmms_spatial.tasks.mmperspective.schema import check_rows
 
 # what a release must hold, in the paragraph a release that does not fit is described with

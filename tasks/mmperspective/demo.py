@@ -352,7 +352,7 @@ def build(out_dir: Path, n: int = 2, robust_groups: int = 3, seed: int = 0) -> P
     """Write ``test.parquet``: ``n`` items per task, then ``robust_groups`` groups of 5 variants."""
     import datasets
 
-    from lmms_spatial.tasks.mmperspective.declaration import features
+    from lmms_spatial.tasks.mmperspective import features
 
     rows = build_rows(n, robust_groups, seed)
     columns = {c: [r[c] for r in rows] for c in features()}

@@ -1,6 +1,6 @@
 """Row checks of the normalised MMPerspective layout (SPEC §4, ``hub_cards/mmperspective/README.md``).
 
-Its ``datasets`` features are declared once, in ``tasks/mmperspective/declaration.py``.
+Its ``datasets`` features are declared once, in ``tasks/mmperspective/__init__.py``.
 
 One parquet split ``test``; one row per question:
 
@@ -25,7 +25,7 @@ from typing import Any
 from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.metrics.extraction import LETTERS
 from lmms_spatial.metrics.mmperspective import ORIGINAL, PERTURBATIONS, TASKS, normalise_perturbation, normalise_task
-from lmms_spatial.tasks.mmperspective.declaration import features  # the one schema source
+from lmms_spatial.tasks.mmperspective import features  # the one schema source
 
 
 def is_robust(group: Any) -> bool:

@@ -66,7 +66,7 @@ def build(out_dir: Path, n: int = 12, seed: int = 0) -> Path:
     """Write ``test.parquet`` with ``n`` items (categories cycled) into ``out_dir``."""
     import datasets
 
-    from lmms_spatial.tasks.mmsi.declaration import features
+    from lmms_spatial.tasks.mmsi import features
 
     rng = random.Random(seed)
     kinds = ["left_of", "camera_motion", "largest"]

@@ -3,7 +3,6 @@
 # the YAMLs name a placeholder: the data is found when lmms-eval loads it (lmms_spatial.data.loading)
 from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.tasks.mmsi.adapter import (  # noqa: F401
-    TASK_NEEDS,
     aggregate_accuracy,
     aggregate_circular,
     aggregate_count,

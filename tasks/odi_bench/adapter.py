@@ -33,13 +33,12 @@ rule applied is recorded in every sample's ``run_options``. Local models get ful
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from loguru import logger
 
-from lmms_spatial import run_options
+from lmms_spatial import run_options, run_state
 from lmms_spatial.conditions import TaskNeeds
 from lmms_spatial.data import api_images
 from lmms_spatial.data.erp_image import FULL_RESOLUTION, ResolutionCap, decode_erp
@@ -77,16 +76,12 @@ JUDGE_RUBRIC = "odi_open"
 # options and prompts
 # ---------------------------------------------------------------------------------------
 
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
 
 def _warn_once(key: str, message: str, level: str = "WARNING") -> None:
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    logger.log(level, message)
+    """``message`` logged the first time ``key`` comes up in this process, not once per document that shares the
+    trouble (the keys logged are the run state's: :func:`lmms_spatial.run_state.first_time`)."""
+    if run_state.first_time(f"odi_bench: {key}"):
+        logger.log(level, message)
 
 
 def _info_once(key: str, message: str) -> None:

@@ -439,7 +439,7 @@ def write_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lmms_spatial.tasks.odi_bench.declaration import features as layout
+    from lmms_spatial.tasks.odi_bench import features as layout
 
     features = layout()
     schema = features.arrow_schema

@@ -168,7 +168,7 @@ def build(out_dir: Path, n: int = 23, seed: int = 0) -> Path:
     """
     import datasets
 
-    from lmms_spatial.tasks.odi_bench.declaration import features
+    from lmms_spatial.tasks.odi_bench import features
 
     rows: dict[str, list] = {k: [] for k in ("id", "image", "task", "question", "options", "answer", "answer_text")}
     for i in range(n):

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
 from typing import Any
 
 from loguru import logger
 
+from lmms_spatial import run_state
 from lmms_spatial.conditions import TaskNeeds
 from lmms_spatial.data.images import BadDocumentError, DecodedImageCache, require, undecoded
 from lmms_spatial.data.loading import documents_of
@@ -114,8 +114,9 @@ COGMAP_STAGE = "osr_cogmap"
 JUDGE_RUBRIC = "osr_negative"
 NO_MAP_REASON = "no_map: no map of this image was in the conversation (the model draws none: not a chat model)"
 SKILL_METRICS = ("object_counting", "relative_distance", "relative_direction")
-_warned = threading.Event()
-_judge_warned = threading.Event()
+# the keys of the warnings logged once per process (lmms_spatial.run_state.first_time)
+NO_MAP_WARNING = "osr_bench: an answer without a map"
+JUDGE_WARNING = "osr_bench: the LLM evaluator failed"
 
 
 def _kwargs(lmms_eval_specific_kwargs: dict | None) -> dict:
@@ -314,8 +315,7 @@ def _qa(doc: dict, results: list, mode: str, config: str, with_map: bool) -> dic
 
 def _without_map(record: dict[str, Any], doc: dict, config: str) -> dict[str, Any]:
     """An answer given with no map in the conversation: kept, not scored (see the module doc)."""
-    if not _warned.is_set():
-        _warned.set()
+    if run_state.first_time(NO_MAP_WARNING):
         logger.warning(f"osr_qa_cogmap: {NO_MAP_REASON}; the with-map tasks are left unscored")
     skill = record["skill"]
     record["rule_reason"] = record.pop("reason")
@@ -345,8 +345,7 @@ def _judge(skill: str, doc: dict, response: str) -> dict[str, Any]:
         verdict = get_judge("osr_negative").score(item)
     except Exception as exc:  # not configured, unreachable, ...: the rule score still stands
         message = f"{type(exc).__name__}: {exc}"
-        if not _judge_warned.is_set():
-            _judge_warned.set()
+        if run_state.first_time(JUDGE_WARNING):
             logger.warning(f"OSR-Bench LLM evaluator failed ({message}); llm_accuracy leaves such items out")
         # no "score": lmms-eval reads the "score" of every record for its standard error, and a failed
         # verdict has none (llm_accuracy leaves it out; judge_failures counts it)
@@ -354,24 +353,61 @@ def _judge(skill: str, doc: dict, response: str) -> dict[str, Any]:
     return {"failed": False, **verdict.as_dict()}
 
 
-def _qa_processor(mode: str, config: str, with_map: bool):
-    def process_results(doc: dict, results: list) -> dict[str, Any]:
-        return _qa(doc, results, mode, config, with_map)
+# process_results of each task: <qa|qa_cogmap>_<config>_<mode> (the YAMLs name them through utils.py)
+def process_results_qa_standard_vanilla(doc: dict, results: list) -> dict[str, Any]:
+    return _qa(doc, results, "vanilla", "standard", with_map=False)
 
-    process_results.__name__ = f"process_results_{'qa_cogmap' if with_map else 'qa'}_{config}_{mode}"
-    return process_results
+
+def process_results_qa_standard_think(doc: dict, results: list) -> dict[str, Any]:
+    return _qa(doc, results, "think", "standard", with_map=False)
+
+
+def process_results_qa_negative_vanilla(doc: dict, results: list) -> dict[str, Any]:
+    return _qa(doc, results, "vanilla", "negative", with_map=False)
+
+
+def process_results_qa_negative_think(doc: dict, results: list) -> dict[str, Any]:
+    return _qa(doc, results, "think", "negative", with_map=False)
+
+
+def process_results_qa_cogmap_standard_vanilla(doc: dict, results: list) -> dict[str, Any]:
+    return _qa(doc, results, "vanilla", "standard", with_map=True)
+
+
+def process_results_qa_cogmap_standard_think(doc: dict, results: list) -> dict[str, Any]:
+    return _qa(doc, results, "think", "standard", with_map=True)
+
+
+def process_results_qa_cogmap_negative_vanilla(doc: dict, results: list) -> dict[str, Any]:
+    return _qa(doc, results, "vanilla", "negative", with_map=True)
+
+
+def process_results_qa_cogmap_negative_think(doc: dict, results: list) -> dict[str, Any]:
+    return _qa(doc, results, "think", "negative", with_map=True)
 
 
 _VARIANTS = {
-    f"{'qa_cogmap' if with_map else 'qa'}_{config}_{mode}": (mode, config, with_map)
-    for with_map in (False, True)
-    for config in ("standard", "negative")
-    for mode in POST_PROMPTS
+    "qa_standard_vanilla": ("vanilla", "standard", False),
+    "qa_standard_think": ("think", "standard", False),
+    "qa_negative_vanilla": ("vanilla", "negative", False),
+    "qa_negative_think": ("think", "negative", False),
+    "qa_cogmap_standard_vanilla": ("vanilla", "standard", True),
+    "qa_cogmap_standard_think": ("think", "standard", True),
+    "qa_cogmap_negative_vanilla": ("vanilla", "negative", True),
+    "qa_cogmap_negative_think": ("think", "negative", True),
 }
-PROCESSORS = {name: _qa_processor(*variant) for name, variant in _VARIANTS.items()}
-# what a run of these tasks records about its judge and map (exported by utils.py, read by name:
-# lmms_spatial.conditions.needs_of): negative sampling asks the LLM evaluator; the with-map questions follow the
-# model's own cognitive map
+PROCESSORS = {
+    "qa_standard_vanilla": process_results_qa_standard_vanilla,
+    "qa_standard_think": process_results_qa_standard_think,
+    "qa_negative_vanilla": process_results_qa_negative_vanilla,
+    "qa_negative_think": process_results_qa_negative_think,
+    "qa_cogmap_standard_vanilla": process_results_qa_cogmap_standard_vanilla,
+    "qa_cogmap_standard_think": process_results_qa_cogmap_standard_think,
+    "qa_cogmap_negative_vanilla": process_results_qa_cogmap_negative_vanilla,
+    "qa_cogmap_negative_think": process_results_qa_cogmap_negative_think,
+}
+# what a run of these tasks records about its judge and map (named by BENCHMARK.needs): negative sampling asks the
+# LLM evaluator; the with-map questions follow the model's own cognitive map
 TASK_NEEDS = TaskNeeds(
     judge={
         PROCESSORS[name].__name__: JUDGE_RUBRIC for name, (_, config, _) in _VARIANTS.items() if config == "negative"

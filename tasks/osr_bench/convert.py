@@ -113,7 +113,7 @@ def convert_config(
 ) -> None:
     import datasets
 
-    from lmms_spatial.tasks.osr_bench.declaration import features
+    from lmms_spatial.tasks.osr_bench import features
 
     path = src / CONFIG_FILES[config]
     if not path.is_file():

@@ -115,7 +115,7 @@ def build(out_dir: Path, n: int = 2) -> Path:
     """Write ``standard/test.parquet`` and ``negative/test.parquet`` for ``n`` (at most 2) scenes."""
     import datasets
 
-    from lmms_spatial.tasks.osr_bench.declaration import features
+    from lmms_spatial.tasks.osr_bench import features
 
     out_dir = Path(out_dir)
     for config in ("standard", "negative"):

@@ -3,8 +3,6 @@
 # the YAMLs name a placeholder: the data is found when lmms-eval loads it (lmms_spatial.data.loading)
 from lmms_spatial.data.loading import DATASET_PATH, PLACEHOLDER_KWARGS  # noqa: F401
 from lmms_spatial.tasks.osr_bench.adapter import (  # noqa: F401
-    PROCESSORS,
-    TASK_NEEDS,
     aggregate_failures,
     aggregate_judged,
     aggregate_mean,
@@ -19,12 +17,16 @@ from lmms_spatial.tasks.osr_bench.adapter import (  # noqa: F401
     one_per_image_negative,
     one_per_image_standard,
     process_results_cogmap,
+    process_results_qa_cogmap_negative_think,
+    process_results_qa_cogmap_negative_vanilla,
+    process_results_qa_cogmap_standard_think,
+    process_results_qa_cogmap_standard_vanilla,
+    process_results_qa_negative_think,
+    process_results_qa_negative_vanilla,
+    process_results_qa_standard_think,
+    process_results_qa_standard_vanilla,
     undecoded_images_negative,
     undecoded_images_standard,
 )
-
-# process_results_<qa|qa_cogmap>_<config>_<mode> for the YAMLs
-for _name, _fn in PROCESSORS.items():
-    globals()[f"process_results_{_name}"] = _fn
 
 DATASET_KWARGS = PLACEHOLDER_KWARGS

@@ -1,40 +1,53 @@
-"""``lmms-spatial convert`` finds every converter by its file name in the benchmark's folder; nothing shared is
+"""``lmms-spatial convert`` finds every converter through its benchmark's ``BENCHMARK.convert``; nothing shared is
 edited."""
 
 from __future__ import annotations
 
 import sys
 
+import pytest
+
 import lmms_spatial.data.convert as convert
 import lmms_spatial.tasks as tasks_pkg
+from lmms_spatial.benchmark import Benchmark
+from lmms_spatial.data.registry import BENCHMARKS
 
 
-def _benchmark_folder(root, key: str, converter: str = "") -> None:
-    """``root/<key>/`` as a benchmark folder (a package) holding ``convert.py``."""
-    (root / key).mkdir()
-    (root / key / "__init__.py").write_text("")
-    (root / key / "convert.py").write_text(converter)
+def test_the_shipped_converters_are_their_benchmarks_convert_parts():
+    shipped = ["dori", "mmperspective", "odi_bench", "osr_bench"]  # mmsi is read as published
+    assert [key for key in convert.CONVERTERS if key in [*shipped, "mmsi"]] == shipped
+    assert all(convert.CONVERTERS[key] == f"lmms_spatial.tasks.{key}.convert" for key in shipped)
 
 
-def test_the_shipped_converters_are_found_by_file_name_and_say_what_they_expect():
-    assert sorted(convert.CONVERTERS) == ["dori", "mmperspective", "odi_bench", "osr_bench"]
-    for key in convert.CONVERTERS:
-        assert convert.CONVERTERS[key] == f"lmms_spatial.tasks.{key}.convert"
-        assert isinstance(convert.module(key).EXPECTED, str) and convert.module(key).EXPECTED
+@pytest.mark.parametrize("key", [pytest.param(key, id=key) for key in convert.CONVERTERS])
+def test_every_converter_is_its_benchmark_s_convert_part_and_says_what_it_expects(key):
+    assert convert.CONVERTERS[key] == f"lmms_spatial.tasks.{key}.{BENCHMARKS[key].convert}"
+    expected = convert.module(key).EXPECTED
+    assert isinstance(expected, str) and expected, f"tasks/{key}/convert.py: EXPECTED says what a release holds"
 
 
-def test_a_module_beside_them_is_a_converter_named_by_its_file_and_helpers_are_not(tmp_path):
-    _benchmark_folder(tmp_path, "zz_orient")
-    _benchmark_folder(tmp_path, "_helper")
-    (tmp_path / "zz_no_converter").mkdir()
-    (tmp_path / "zz_no_converter" / "__init__.py").write_text("")
-    assert convert.discovered([str(tmp_path)]) == {"zz_orient": "lmms_spatial.tasks.zz_orient.convert"}
+def test_a_benchmark_naming_a_convert_part_has_a_converter_and_one_naming_none_has_not():
+    found = convert.discovered(
+        {
+            "zz_orient": Benchmark("zz_orient", "", "V", convert="convert"),
+            "zz_elsewhere": Benchmark("zz_elsewhere", "", "W", convert="release_reader"),
+            "zz_no_converter": Benchmark("zz_no_converter", "", "X"),
+        }
+    )
+    assert found == {
+        "zz_orient": "lmms_spatial.tasks.zz_orient.convert",
+        "zz_elsewhere": "lmms_spatial.tasks.zz_elsewhere.release_reader",
+    }
 
 
 def test_a_discovered_converter_is_imported_by_its_key(tmp_path, monkeypatch):
-    _benchmark_folder(tmp_path, "zz_orient", 'EXPECTED = "a folder of *.jsonl"\n\ndef main(argv=None):\n    return 7\n')
+    (tmp_path / "zz_orient").mkdir()
+    (tmp_path / "zz_orient" / "__init__.py").write_text("")
+    (tmp_path / "zz_orient" / "convert.py").write_text(
+        'EXPECTED = "a folder of *.jsonl"\n\ndef main(argv=None):\n    return 7\n'
+    )
     monkeypatch.setattr(tasks_pkg, "__path__", [*tasks_pkg.__path__, str(tmp_path)])
-    for key, entry in convert.discovered([str(tmp_path)]).items():
+    for key, entry in convert.discovered({"zz_orient": Benchmark("zz_orient", "", "V", convert="convert")}).items():
         monkeypatch.setitem(convert.CONVERTERS, key, entry)
     try:
         assert convert.module("zz_orient").main([]) == 7

@@ -21,7 +21,7 @@ from lmms_spatial.data.sources import (  # noqa: E402
     DataUnavailable,
     dataset_source,
 )
-from lmms_spatial.tasks.mmsi.declaration import MMSI_REVISION  # noqa: E402
+from lmms_spatial.tasks.mmsi import MMSI_REVISION  # noqa: E402
 
 
 @pytest.fixture

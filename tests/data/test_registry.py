@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import lmms_spatial.data.registry as registry
-from lmms_spatial.data.benchmark import Benchmark
+from lmms_spatial.benchmark import Benchmark
 
 
 def _loaded_after(statement: str) -> set[str]:
@@ -41,7 +41,7 @@ def test_sources_reads_the_registry_s_benchmarks():
 @pytest.fixture
 def declarations(tmp_path, monkeypatch):
     """A folder searched as part of the tasks package; write(name, body) adds a benchmark folder ``name/`` to it
-    whose ``declaration.py`` is ``body``."""
+    whose ``__init__.py`` is ``body``."""
     import lmms_spatial.tasks as tasks_pkg
 
     monkeypatch.setattr(tasks_pkg, "__path__", [*tasks_pkg.__path__, str(tmp_path)])
@@ -49,9 +49,8 @@ def declarations(tmp_path, monkeypatch):
 
     def write(name: str, body: str) -> None:
         (tmp_path / name).mkdir()
-        (tmp_path / name / "__init__.py").write_text("")
-        (tmp_path / name / "declaration.py").write_text(textwrap.dedent(body))
-        written.extend([f"{tasks_pkg.__name__}.{name}.declaration", f"{tasks_pkg.__name__}.{name}"])
+        (tmp_path / name / "__init__.py").write_text(textwrap.dedent(body))
+        written.append(f"{tasks_pkg.__name__}.{name}")
 
     yield write
     for module in written:
@@ -62,7 +61,7 @@ def test_a_module_in_the_registry_declares_its_benchmark(declarations):
     declarations(
         "zz_orient",
         """
-        from lmms_spatial.data.benchmark import Benchmark
+        from lmms_spatial.benchmark import Benchmark
 
         BENCHMARK = Benchmark("zz_orient", "someone/Orient", "LMMS_SPATIAL_ZZ_ORIENT_PATH")
         """,
@@ -75,9 +74,9 @@ def test_a_module_in_the_registry_declares_its_benchmark(declarations):
 @pytest.mark.parametrize(
     ("body", "error", "message"),
     [
-        ("X = 1\n", TypeError, r"tasks/zz_bad/declaration\.py must declare BENCHMARK = Benchmark\('zz_bad'"),
+        ("X = 1\n", TypeError, r"tasks/zz_bad/__init__\.py must declare BENCHMARK = Benchmark\(key='zz_bad'"),
         (
-            "from lmms_spatial.data.benchmark import Benchmark\nBENCHMARK = Benchmark('other', '', 'V')\n",
+            "from lmms_spatial.benchmark import Benchmark\nBENCHMARK = Benchmark('other', '', 'V')\n",
             ValueError,
             "declares the key 'other'; the folder must be named after its key",
         ),
@@ -90,8 +89,8 @@ def test_a_bad_declaration_names_its_file_and_the_fix(declarations, body, error,
 
 
 def test_the_shipped_benchmarks_are_declared_in_their_own_modules_like_a_new_one():
-    import lmms_spatial.tasks.mmsi.declaration as mmsi
-    import lmms_spatial.tasks.osr_bench.declaration as osr
+    import lmms_spatial.tasks.mmsi as mmsi
+    import lmms_spatial.tasks.osr_bench as osr
 
     assert registry.BENCHMARKS["mmsi"] is mmsi.BENCHMARK
     assert mmsi.MMSI_REVISION == mmsi.BENCHMARK.revision == "ec7c92bfaf7728fcca1d61e3e224e190af309436"
@@ -103,10 +102,10 @@ def test_features_come_from_the_benchmark_s_module_and_a_missing_one_names_the_f
     assert list(registry.features("odi_bench")) == ["id", "image", "task", "question", "options", "answer",
                                                     "answer_text"]  # fmt: skip
     declarations(
-        "zz_plain", "from lmms_spatial.data.benchmark import Benchmark\nBENCHMARK = Benchmark('zz_plain', '', 'V')\n"
+        "zz_plain", "from lmms_spatial.benchmark import Benchmark\nBENCHMARK = Benchmark('zz_plain', '', 'V')\n"
     )
     monkeypatch.setattr(registry, "BENCHMARKS", {**registry.BENCHMARKS, **registry._declared()})
-    with pytest.raises(TypeError, match=r"tasks/zz_plain/declaration\.py must define features\(\)"):
+    with pytest.raises(TypeError, match=r"tasks/zz_plain/__init__\.py must name features="):
         registry.features("zz_plain")
     with pytest.raises(KeyError, match="not a benchmark"):
         registry.features("zz_nowhere")
@@ -118,20 +117,29 @@ def test_mmsi_s_schema_keeps_the_release_s_descriptive_columns():
     assert {"mean_normed_duration_seconds", "difficulty"} <= set(columns)
 
 
-def test_a_demo_builder_in_a_folder_without_a_declaration_names_both_files(tmp_path, monkeypatch):
+def test_a_demo_part_without_a_builder_names_its_module_and_what_it_lacks(declarations, tmp_path, monkeypatch):
     import lmms_spatial.data.demo as demo
-    import lmms_spatial.tasks as tasks_pkg
 
-    monkeypatch.setattr(tasks_pkg, "__path__", [*tasks_pkg.__path__, str(tmp_path)])
-    (tmp_path / "zz_orphan").mkdir()
-    (tmp_path / "zz_orphan" / "__init__.py").write_text("")
-    (tmp_path / "zz_orphan" / "demo.py").write_text(
-        "DEMO_TASKS = ['zz_orphan']\n\n\ndef build(out, n=4):\n    return out\n"
+    declarations(
+        "zz_orphan",
+        "from lmms_spatial.benchmark import Benchmark\n"
+        "BENCHMARK = Benchmark(key='zz_orphan', hub_id='', env_var='V', demo='demo')\n",
     )
+    (tmp_path / "zz_orphan" / "demo.py").write_text("DEMO_TASKS = ['zz_orphan']\n")  # no build()
+    monkeypatch.setattr(registry, "BENCHMARKS", {**registry.BENCHMARKS, **registry._declared()})
     try:
-        with pytest.raises(ValueError, match=r"tasks/zz_orphan/demo\.py builds demo data for 'zz_orphan', which is "
-                           r"not a registered benchmark: declare it in tasks/zz_orphan/declaration\.py"):  # fmt: skip
+        with pytest.raises(TypeError, match=r"lmms_spatial\.tasks\.zz_orphan\.demo must define build\(out_dir, n\) "
+                           r"and DEMO_TASKS"):  # fmt: skip
             demo._discover_demo_modules()
     finally:
         sys.modules.pop("lmms_spatial.tasks.zz_orphan.demo", None)
-        sys.modules.pop("lmms_spatial.tasks.zz_orphan", None)
+
+
+def test_a_module_the_benchmark_does_not_name_is_not_one_of_its_parts(declarations, tmp_path, monkeypatch):
+    import lmms_spatial.data.demo as demo
+
+    declarations("zz_plain", "from lmms_spatial.benchmark import Benchmark\nBENCHMARK = Benchmark('zz_plain', '', 'V')")
+    (tmp_path / "zz_plain" / "demo.py").write_text("DEMO_TASKS = ['zz_plain']\ndef build(out, n=4):\n    return out\n")
+    monkeypatch.setattr(registry, "BENCHMARKS", {**registry.BENCHMARKS, **registry._declared()})
+    assert "zz_plain" in registry.BENCHMARKS and "zz_plain" not in demo._discover_demo_modules()
+    assert registry.BENCHMARKS["zz_plain"].load("demo") is None

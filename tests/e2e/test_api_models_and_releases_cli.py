@@ -21,11 +21,11 @@ from PIL import Image, ImageDraw
 
 from lmms_spatial.data.api_images import PROVIDERS
 from lmms_spatial.data.erp_image import decode_erp
-from lmms_spatial.judge.testing import FakeJudgeServer
 from lmms_spatial.metrics import odi_bench as odi
 from lmms_spatial.plugin.empty_tasks import COVERAGE_KEY, DOCUMENTS_KEY, NO_DOCUMENTS
 from lmms_spatial.reports.report import build_tables
 from lmms_spatial.reports.runs import load_runs
+from tools.fake_judge import FakeJudgeServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("api_cli")]  # one worker builds the shared runs
 

@@ -16,8 +16,8 @@ from typing import Any
 import datasets
 import pytest
 
-from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply, last_user_content
 from lmms_spatial.plugin.failed_requests import STOP_AFTER
+from tools.fake_judge import FakeJudgeServer, FakeReply, last_user_content
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("failed_requests_cli")]
 

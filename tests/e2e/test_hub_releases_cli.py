@@ -9,7 +9,7 @@ import pytest
 from hub_releases import dori_release, mmsi_release, odi_release, osr_release, place_in_hub_cache  # noqa: E402
 
 from lmms_spatial.data.sources import BENCHMARKS, OFFLINE_VARS
-from lmms_spatial.tasks.mmsi.declaration import MMSI_REVISION
+from lmms_spatial.tasks.mmsi import MMSI_REVISION
 
 pytestmark = pytest.mark.slow
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import forkserver  # tests/forkserver.py: CLI runs as forks of a pre-warmed process
 import pytest
 
-from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply, osr_reply
+from tools.fake_judge import FakeJudgeServer, FakeReply, osr_reply
 
 PLUGIN = Path(__file__).parent / "plugin"
 ARGS = ["--model", "slow_guess", "--tasks", "mmsi_vanilla", "--limit", "4"]

@@ -175,7 +175,7 @@ def test_a_second_live_run_under_the_same_run_id_is_refused_naming_the_first(sec
 
 
 def test_a_judge_key_the_server_refuses_ends_the_run_naming_the_key_variable(lmms_eval):
-    from lmms_spatial.judge.testing import FakeJudgeServer
+    from tools.fake_judge import FakeJudgeServer
 
     with FakeJudgeServer(api_key="sk-right") as server:  # refuses every other key with HTTP 401, as vLLM does
         url = server.base_url

@@ -15,8 +15,8 @@ import datasets
 import pytest
 
 from lmms_spatial.data.answer_space import answer_space
-from lmms_spatial.judge.testing import FakeJudgeServer, last_user_content
 from lmms_spatial.metrics import odi_bench as odi
+from tools.fake_judge import FakeJudgeServer, last_user_content
 
 pytestmark = pytest.mark.slow
 

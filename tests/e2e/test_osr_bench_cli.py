@@ -11,8 +11,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from lmms_spatial.judge.testing import FakeJudgeServer, osr_reply
 from lmms_spatial.metrics.osr_bench import grid_positions
+from tools.fake_judge import FakeJudgeServer, osr_reply
 
 pytestmark = pytest.mark.slow
 

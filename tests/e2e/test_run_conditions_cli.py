@@ -15,7 +15,7 @@ import math
 
 import pytest
 
-from lmms_spatial.judge.testing import FakeJudgeServer
+from tools.fake_judge import FakeJudgeServer
 
 pytestmark = pytest.mark.slow
 

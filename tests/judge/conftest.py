@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lmms_spatial.judge import JudgeConfig, reset_judges
-from lmms_spatial.judge.testing import FakeJudgeServer
+from tools.fake_judge import FakeJudgeServer
 
 _JUDGE_ENV_PREFIXES = ("LMMS_SPATIAL_JUDGE", "OPENAI_")
 

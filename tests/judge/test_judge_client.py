@@ -26,8 +26,8 @@ from lmms_spatial.judge import (
     reset_judges,
 )
 from lmms_spatial.judge.cache import CACHE_FILENAME
-from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply, osr_item, osr_reply
 from lmms_spatial.metrics.rubrics import REASK_MESSAGE
+from tools.fake_judge import FakeJudgeServer, FakeReply, osr_item, osr_reply
 
 MakeConfig = Callable[..., JudgeConfig]
 

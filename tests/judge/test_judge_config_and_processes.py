@@ -15,7 +15,7 @@ import pytest
 
 from lmms_spatial.judge import JudgeConfig, JudgeStats
 from lmms_spatial.judge.cache import CACHE_FILENAME
-from lmms_spatial.judge.testing import FakeJudgeServer, osr_item, osr_reply, score_items_in_process
+from tools.fake_judge import FakeJudgeServer, osr_item, osr_reply, score_items_in_process
 
 
 def test_config_reads_every_documented_variable() -> None:

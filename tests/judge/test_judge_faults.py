@@ -9,7 +9,7 @@ import pytest
 
 from lmms_spatial.judge import Judge, JudgeConfig, JudgeUnavailableError
 from lmms_spatial.judge.cache import CACHE_FILENAME
-from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply, osr_item, osr_reply
+from tools.fake_judge import FakeJudgeServer, FakeReply, osr_item, osr_reply
 
 MakeConfig = Callable[..., JudgeConfig]
 HTML = FakeReply(body=b"<html><body>502 Bad Gateway</body></html>", headers={"Content-Type": "text/html"})

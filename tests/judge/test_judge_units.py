@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from lmms_spatial import run_state
 from lmms_spatial.judge import UNPARSED_REASON, JudgeConfig, JudgeUnavailableError, get_judge
-from lmms_spatial.judge import client as judge_client
 from lmms_spatial.judge.cache import CACHE_FILENAME, CacheEntry, VerdictCache
 from lmms_spatial.judge.client import (
     Judge,
@@ -31,7 +31,7 @@ from lmms_spatial.judge.client import (
     refused_keys,
     reply_text,
 )
-from lmms_spatial.judge.testing import FakeJudgeServer, FakeReply, osr_item
+from tools.fake_judge import FakeJudgeServer, FakeReply, osr_item
 
 NOWHERE = "http://127.0.0.1:9/v1"  # never asked: the tests below send nothing, or fail before sending
 
@@ -546,7 +546,7 @@ def test_forgetting_an_outage_forgets_only_that_endpoint_s() -> None:
     for base_url in (NOWHERE, other):
         note_unreachable(JudgeConfig(model="judge-a", base_url=base_url, cache_dir=None), "no answer")
     forget_outage(NOWHERE)
-    assert sorted(judge_client._OUTAGES) == [other]
+    assert sorted(run_state.STATE.judges.outages) == [other]
 
 
 def test_an_answer_from_the_endpoint_ends_its_outage_for_every_judge_sending_there() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from lmms_spatial.judge import JudgeConfig
 from lmms_spatial.judge.client import Judge, MalformedResponse, reply_text, strip_reasoning
-from lmms_spatial.judge.testing import osr_item
+from tools.fake_judge import osr_item
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-from omni_cot_fakes import ScriptedChat, red_square_jpeg  # noqa: E402
+from omni_cot_fakes import ScriptedChat, TaskOfSetting, red_square_jpeg  # noqa: E402
 
 EVO = {
     "id": "odi_evo",
@@ -37,6 +37,7 @@ EXIST = {
 }
 DOCS = [EVO, EXIST]
 TASK = "odi_bench_close_mixed"
+CLOSE = TaskOfSetting(adapter.doc_to_messages, "close")  # the task's doc_to_messages, as lmms-eval passes it
 
 EVO_TEXT = (
     "Answer the question based on the provided ERP-formatted image.\n"
@@ -64,7 +65,7 @@ def _requests(docs=DOCS):
     return [
         Instance(
             "generate_until",
-            ("", adapter.doc_to_messages, {"max_new_tokens": 32}, i, TASK, "test"),
+            ("", CLOSE.doc_to_messages, {"max_new_tokens": 32}, i, TASK, "test"),
             0,
             {"task": TASK, "doc_id": i, "repeats": 1},
         )

@@ -18,9 +18,10 @@ TESTS_DIR = Path(__file__).resolve().parents[1]
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-from omni_cot_fakes import ScriptedChat, red_square_jpeg  # noqa: E402
+from omni_cot_fakes import ScriptedChat, TaskOfSetting, red_square_jpeg  # noqa: E402
 
 TASK = "odi_bench_close_mixed"
+CLOSE = TaskOfSetting(adapter.doc_to_messages, "close")  # the task's doc_to_messages, as lmms-eval passes it
 
 
 DOC = {
@@ -52,7 +53,7 @@ def test_a_relevance_reply_that_is_neither_yes_nor_no_keeps_no_crop_and_the_firs
     model.task_dict = {TASK: {"test": [DOC]}}
     request = Instance(
         "generate_until",
-        ("", adapter.doc_to_messages, {"max_new_tokens": 32}, 0, TASK, "test"),
+        ("", CLOSE.doc_to_messages, {"max_new_tokens": 32}, 0, TASK, "test"),
         0,
         {"task": TASK, "doc_id": 0, "repeats": 1},
     )

@@ -54,6 +54,20 @@ def to_messages(doc):
     ]
 
 
+class _Task:
+    """What lmms-eval hands a chat model as ``doc_to_messages``: a method of the task, its resolved
+    ``lmms_eval_specific_kwargs`` carrying its prompt setting (an ODI-Bench YAML's ``setting: close``)."""
+
+    def __init__(self, kwargs):
+        self.lmms_eval_specific_kwargs = kwargs
+
+    def doc_to_messages(self, doc):
+        return to_messages(doc)
+
+
+CLOSE = _Task({"setting": "close", "prompt": "erp"})
+
+
 class EchoChat:
     """Answers each stage from the document's own script: captions name the document and the view, grounding and
     relevance replies come from the document, the first answer is ``first <id>``, a refinement ``refined <id>``.
@@ -123,7 +137,7 @@ def _model(docs=(DOC_A, DOC_N, DOC_B), **options):
 def _request(doc_id, task=TASK):
     return Instance(
         "generate_until",
-        ("", to_messages, {"max_new_tokens": 32}, doc_id, task, "test"),
+        ("", CLOSE.doc_to_messages, {"max_new_tokens": 32}, doc_id, task, "test"),
         0,
         {"task": task, "doc_id": doc_id, "repeats": 1},
     )
@@ -316,20 +330,19 @@ def test_logged_options_write_the_resize_as_height_x_width_and_leave_the_options
 
 
 @pytest.mark.parametrize(
-    "task,setting",
+    "messages,task,setting",
     [
-        ("odi_bench_close", "close"),
-        ("odi_bench_open_mixed", "open"),
-        ("odi_bench_cot_counting", "cot"),
-        ("odi_bench_closed", "odi_bench_closed"),  # a setting is a whole word
-        ("my_odi_bench_close", "my_odi_bench_close"),  # from the start only
-        ("dori", "dori"),
-        ("", ""),
-        (None, "None"),
+        (CLOSE.doc_to_messages, "odi_bench_close_counting", "close"),
+        (_Task({"setting": "cot"}).doc_to_messages, "anything", "cot"),  # the YAML's setting, not the task's name
+        (_Task({"prompt": "erp"}).doc_to_messages, "odi_bench_close", "odi_bench_close"),  # no setting: the name
+        (_Task({"setting": ""}).doc_to_messages, "t", "t"),
+        (_Task(None).doc_to_messages, "dori", "dori"),  # a task without lmms_eval_specific_kwargs
+        (to_messages, "odi_bench_open", "odi_bench_open"),  # a plain function: no task to read
+        (to_messages, None, "None"),
     ],
 )
-def test_setting_of_a_task_name(task, setting):
-    assert oc.setting_of(task) == setting
+def test_the_setting_of_a_request_is_its_task_s_yaml_setting_else_its_name(messages, task, setting):
+    assert oc.setting_of(messages, task) == setting
 
 
 def test_artifact_key_and_lookup_are_per_setting_and_document():
@@ -416,6 +429,8 @@ def test_a_state_without_a_decoded_image_or_text():
     )
     state = model._state(request)
     assert (state.erp, state.text, state.question) == (None, "", "Where is the lamp?")
+    # a plain function is no task method: no YAML setting to read, so the artefact is keyed by the task's name
+    assert state.key == f"{TASK}:a"
 
 
 def test_a_user_turn_without_content_adds_nothing():

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from lmms_spatial.judge import JudgeConfig, get_judge
-from lmms_spatial.judge.testing import FakeJudgeServer, last_user_content
 from lmms_spatial.tasks.mmsi.diagnosis import diagnose, diagnosis_items, format_diagnosis, summarise
+from tools.fake_judge import FakeJudgeServer, last_user_content
 
 DOCS = [
     {"question": f"Q{i}? Options: A: a, B: b, C: c, D: d", "answer": "A", "thought": f"because {i}"} for i in range(5)
@@ -105,7 +105,7 @@ def test_a_judge_server_that_dies_midway_keeps_the_verdicts_it_gave(tmp_path):
 
     def once_then_down(request):
         if answered:
-            from lmms_spatial.judge.testing import FakeReply
+            from tools.fake_judge import FakeReply
 
             return FakeReply(status=503)
         answered.append(1)

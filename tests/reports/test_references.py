@@ -1,4 +1,6 @@
-"""Every bundled reference row against the seed's table: spot-checked numbers, and (seeds present) each row's cells."""
+"""Every bundled reference row against the seed's table: spot-checked numbers, and (seeds present) each row's cells;
+every benchmark's ``published.json`` against the schema (:func:`lmms_spatial.reports.references.check`) and its
+report layouts against the published columns, one case per benchmark key (``pytest -k <key>``)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from lmms_spatial.data.registry import BENCHMARKS
+from lmms_spatial.paths import tasks_dir
 from lmms_spatial.reports import references
+from lmms_spatial.reports.layouts import benchmark_reports
+from lmms_spatial.reports.tables import Column, Layout, Leaf
 
 SEEDS = Path("/work/shared/seeds")
+# the benchmarks with published rows (the file their BENCHMARK.published names, in their folder)
+PUBLISHED = [key for key, bench in BENCHMARKS.items() if (Path(tasks_dir()) / key / bench.published).is_file()]
 
 # (bench, table id, model, column, value as printed in the seed)
 SPOT_CHECKS = [
@@ -107,3 +115,100 @@ def test_every_row_matches_a_line_of_the_seed(bench, table_id):
 def _tokens_end_with(line: str, digits: list[str]) -> bool:
     tokens = [t.replace(".", "").lstrip("0") or "0" for t in line.replace("|", " ").split()][-len(digits) :]
     return tokens == [d.lstrip("0") or "0" for d in digits]
+
+
+# ---------------------------------------------------------------------------------------------
+# every benchmark's file: the schema, and its report layouts against it (one case per key)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", [pytest.param(key, id=key) for key in PUBLISHED])
+def test_the_published_rows_follow_the_schema(key):
+    problems = references.check(references.load(key), key)
+    where = f"tasks/{key}/{BENCHMARKS[key].published} (its schema: lmms_spatial/reports/references.py)"
+    assert problems == [], "\n".join([where, *problems])
+
+
+@pytest.mark.parametrize("key", [pytest.param(key, id=key) for key in benchmark_reports()])
+def test_every_layout_names_a_published_table_and_only_its_columns(key):
+    layouts = benchmark_reports()[key].layouts
+    referring = [layout for layout in layouts if layout.reference]
+    assert all(layout.benchmark == key for layout in referring), "a layout reads its own benchmark's rows"
+    if referring:
+        assert key in PUBLISHED, (
+            f"tasks/{key}/report.py names published tables: write tasks/{key}/published.json and name it in "
+            'BENCHMARK (published="published.json")'
+        )
+        problems = references.check_layouts(layouts, references.load(key))
+        assert problems == [], "\n".join([f"tasks/{key}/report.py against its published rows:", *problems])
+
+
+def test_the_shipped_benchmarks_have_published_rows():
+    assert {"dori", "mmperspective", "mmsi", "odi_bench", "osr_bench"} <= set(PUBLISHED)
+
+
+# ---------------------------------------------------------------------------------------------
+# the checks themselves, on small files written here
+# ---------------------------------------------------------------------------------------------
+
+
+def _file() -> dict:
+    return {
+        "benchmark": "zz",
+        "paper": "ZZ",
+        "citation": {"text": "Z et al., 2026, “Zed”, arXiv:2601.00001", "title": "Zed", "arxiv": "2601.00001"},
+        "transcribed_from": "arXiv:2601.00001v1",
+        "tables": [
+            {
+                "id": "t1",
+                "table": "Table 1",
+                "scale": 100,
+                "columns": ["accuracy", "left"],
+                "rows": [{"model": "GPT-4o", "values": {"accuracy": 50.0, "left": None}}],
+            }
+        ],
+    }
+
+
+def test_a_valid_file_has_no_problem_and_every_mistake_is_named_where_it_is():
+    assert references.check(_file(), "zz") == []
+    data = _file()
+    data["tabels"] = data.pop("tables")  # a typo'd key
+    assert references.check(data) == [
+        "file: missing 'tables'",
+        "file: unknown key 'tabels' (known: benchmark, paper, citation, transcribed_from, tables)",
+    ]
+    data = _file()
+    table = data["tables"][0]
+    table["scale"] = 10
+    table["rows"][0]["values"] = {"accuracy": "50", "rigth": 1.0}  # a string, a typo, a missing column
+    table["rows"].append({"model": "GPT-4o", "values": {"accuracy": 1.0, "left": 2.0}, "notes": "x"})
+    assert references.check(data, "other") == [
+        "benchmark: 'zz', expected the folder's key 'other'",
+        "tables[0].scale: expected one of (1, 100) (100: percent, 1: fractions), got 10",
+        "tables[0].rows[0].values: no value for column 'left' (null where the paper prints none)",
+        "tables[0].rows[0].values: 'rigth' is not a column of the table",
+        "tables[0].rows[0].values.accuracy: expected a number or null, got '50'",
+        "tables[0].rows[1]: unknown key 'notes' (known: model, values, group, note, known_as)",
+        "tables[0].rows: model 'GPT-4o' has two rows",
+    ]
+
+
+def test_a_layout_naming_a_missing_table_or_column_is_refused_and_unpublished_columns_must_be_shown():
+    def layout(reference: str, *keys: str) -> Layout:
+        return Layout("zz", "zz", "ZZ", tuple(Column(k, k, Leaf("zz", k)) for k in keys), reference)
+
+    data = _file()
+    assert references.check_layouts([layout("t1", "accuracy", "left"), layout("", "other")], data) == []
+    assert references.check_layouts([layout("table1", "accuracy")], data) == [
+        "layout 'zz': reference='table1' is not a table id of the file (ids: t1)"
+    ]
+    assert references.check_layouts([layout("t1", "accuracy", "Left")], data) == [
+        "layout 'zz': column 'Left' is not a column of published table 't1' (accuracy, left); if the paper gives "
+        "no value for it, list it in the table's 'unpublished'"
+    ]
+    data["tables"][0]["unpublished"] = ["Left", "right"]
+    assert references.check(data) == []
+    assert references.check_layouts([layout("t1", "accuracy", "Left")], data) == [
+        "table 't1': unpublished 'right' is no column of a layout of this table"
+    ]

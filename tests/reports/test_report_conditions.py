@@ -73,7 +73,9 @@ def test_conditions_are_derived_from_an_older_results_file_and_its_samples(tmp_p
               open_scores={"existence": [1.0, 0.5]}, judge=FALLBACK)  # fmt: skip
     write_osr_run(tmp_path / "b", STAMP, QWEN)
     a, b = (run.conditions for run in load_runs([tmp_path / "a", tmp_path / "b"]))
-    assert (a.label, a.model, a.args, a.seed, a.recorded) == ("Qwen2.5-VL-7B-Instruct", "qwen2_5_vl", QWEN, "3", False)
+    # seeds()[0]: the model's seed, as text
+    assert (a.model.label, a.model.name, a.model.args_without_seed(), a.seeds([])[0], a.recorded) == (
+        "Qwen2.5-VL-7B-Instruct", "qwen2_5_vl", QWEN, "3", False)  # fmt: skip
     close, opened = a.task("odi_bench_close_existence"), a.task("odi_bench_open_existence")
     assert (close.documents, close.of, close.limit, close.partial) == (2, 5, 2, True)
     assert close.options() == {"LMMS_SPATIAL_ODI_MAX_PIXELS": "524288"} and close.judge is None
@@ -95,7 +97,7 @@ def test_recorded_conditions_are_read_from_the_results_lmms_spatial_key(tmp_path
     path.write_text(json.dumps(data))
     (run,) = load_runs([path])
     c = run.conditions
-    assert (run.label, c.recorded, c.seed) == ("Qwen-7B", True, "7")
+    assert (run.label, c.recorded, c.seeds([])[0]) == ("Qwen-7B", True, "7")
     task = c.task("odi_bench_open_existence")
     assert (task.documents, task.of, task.options()) == (2, 12, {})
     assert (task.judge.kind, task.judge.model, task.judge.rubric_version) == ("llm", "gpt-4o", "2")

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lmms_spatial.conditions import Judge
+from lmms_spatial.conditions import Generation, Judge, ModelRecord, RunConditions, TaskRecord
 from lmms_spatial.reports import tables
-from lmms_spatial.reports.runs import Conditions, Run, TaskConditions
+from lmms_spatial.reports.runs import Run
 from lmms_spatial.reports.tables import (
     ITERATIONS,
     JUDGE_UNUSABLE,
@@ -44,7 +44,7 @@ def run(
     name: str,
     results: dict[str, dict[str, Any]],
     lines: dict[str, list[dict[str, Any]]] | None = None,
-    tasks: dict[str, TaskConditions] | None = None,
+    tasks: dict[str, TaskRecord] | None = None,
     *,
     label: str = "m",
     args: str = "pretrained=org/m",
@@ -55,8 +55,8 @@ def run(
     (default: each task of ``results`` with 4 documents of 4)."""
     data = {"results": {t: {f"{k},none": v for k, v in m.items()} for t, m in results.items()}}
     if tasks is None:
-        tasks = {t: TaskConditions(documents=4, of=4) for t in results}
-    c = Conditions(label, "hf", args, seed, None, tasks, **conditions)
+        tasks = {t: TaskRecord(documents=4, of=4) for t in results}
+    c = RunConditions(ModelRecord(label, "hf", args, seed), tasks, **conditions)
     return Run(Path(f"/runs/{name}/x_results.json"), data, label, c, lines or {})
 
 
@@ -93,7 +93,7 @@ def test_a_leaf_without_a_chance_level_or_unparsed_rate_says_why():
 
 
 def test_a_withheld_task_empties_the_value_and_unparsed_rate_but_not_the_chance_level():
-    empty = {"t": TaskConditions(documents=0, of=4, empty=True)}
+    empty = {"t": TaskRecord(documents=0, of=4, empty=True)}
     r = run("a", {"t": {"acc": 0.5, "chance_level": 0.25, "unparsed_rate": 0.0}}, tasks=empty)
     leaf = Leaf("t", "acc")
     assert (leaf.value(r), leaf.value(r, "unparsed"), leaf.value(r, "chance")) == (None, None, 0.25)
@@ -102,7 +102,7 @@ def test_a_withheld_task_empties_the_value_and_unparsed_rate_but_not_the_chance_
 
 def test_a_judge_that_gave_no_verdict_withholds_the_judged_score_but_not_its_unparsed_rate():
     judge = Judge("none", reason="no judge configured")
-    r = run("a", {"t": {"judge_score": 0.5, "unparsed_rate": 0.25}}, tasks={"t": TaskConditions(4, 4, judge=judge)})
+    r = run("a", {"t": {"judge_score": 0.5, "unparsed_rate": 0.25}}, tasks={"t": TaskRecord(4, 4, judge=judge)})
     leaf = Leaf("t", "judge_score")
     assert leaf.value(r) is None and leaf.why(r).startswith("no judge: no answer was judged (no judge configured)")
     # the unparsed rate is checked as "unparsed_rate", a metric no judge withholds
@@ -111,7 +111,7 @@ def test_a_judge_that_gave_no_verdict_withholds_the_judged_score_but_not_its_unp
 
 def test_the_judge_unusable_rate_is_failures_plus_unparsed_verdicts_over_the_documents():
     def rate(judge: Judge | None, documents: int | None = 8) -> float | None:
-        r = run("a", {"t": {"judge_score": 0.5}}, tasks={"t": TaskConditions(documents, 8, judge=judge)})
+        r = run("a", {"t": {"judge_score": 0.5}}, tasks={"t": TaskRecord(documents, 8, judge=judge)})
         return Leaf("t", "judge_score", unparsed=JUDGE_UNUSABLE).value(r, "unparsed")
 
     assert rate(Judge("llm", scored=5, failures=2, unparsed=1)) == 3 / 8  # (2 + 1) / 8
@@ -124,7 +124,7 @@ def test_the_judge_unusable_rate_is_failures_plus_unparsed_verdicts_over_the_doc
 
 
 def test_a_leaf_absent_from_the_run_or_without_a_value_says_why():
-    r = run("a", {"t": {"acc": math.nan}}, tasks={"t": TaskConditions(4, 4), "u": TaskConditions(4, 4)})
+    r = run("a", {"t": {"acc": math.nan}}, tasks={"t": TaskRecord(4, 4), "u": TaskRecord(4, 4)})
     assert Leaf("t", "acc").why(r) == "no value in the results of t (NaN: no document scored)"
     assert Leaf("t", "acc").why(r, "chance") == "t records no chance level"
     # a task the conditions know but the results do not hold
@@ -151,7 +151,7 @@ CATEGORY_LINES = [
 
 def category_run() -> Run:
     results = {"t": {"acc": 0.5, "A": 0.5, "B": 1.0, "chance_level": 0.9, "unparsed_rate": 0.9}}
-    return run("a", results, {"t": CATEGORY_LINES}, tasks={"t": TaskConditions(5, 5)})
+    return run("a", results, {"t": CATEGORY_LINES}, tasks={"t": TaskRecord(5, 5)})
 
 
 def test_a_category_leaf_reads_its_rates_from_its_own_questions_samples():
@@ -176,7 +176,7 @@ def test_a_category_leaf_with_no_question_or_no_samples_says_why():
     assert none.why(r, "chance") == "no C question among the documents of t"
     spaced = Leaf("t", "acc", where=("category", "left_right"))
     assert spaced.why(r, "chance") == "no left right question among the documents of t"
-    bare = run("a", {"t": {"acc": 0.5}}, tasks={"t": TaskConditions(5, 5)})
+    bare = run("a", {"t": {"acc": 0.5}}, tasks={"t": TaskRecord(5, 5)})
     assert Leaf("t", "acc", where=("skill", "x")).why(bare, "chance") == (
         "per-skill values need the samples file of t (--log_samples)"
     )
@@ -204,11 +204,11 @@ def test_a_leaf_scores_are_the_scored_records_of_its_questions():
 
 
 def test_a_leaf_is_weighted_by_its_scored_documents_and_its_rates_by_its_documents():
-    r = run("a", {"t": {"acc": 0.5}}, {"t": acc_lines([1.0, 0.0, None])}, tasks={"t": TaskConditions(7, 9)})
+    r = run("a", {"t": {"acc": 0.5}}, {"t": acc_lines([1.0, 0.0, None])}, tasks={"t": TaskRecord(7, 9)})
     leaf = Leaf("t", "acc")
     assert (leaf.count(r), leaf.count(r, "unparsed"), leaf.count(r, "chance")) == (2, 7, 7)
     # without samples: the documents evaluated
-    assert Leaf("t", "acc").count(run("b", {"t": {"acc": 0.5}}, tasks={"t": TaskConditions(7, 9)})) == 7
+    assert Leaf("t", "acc").count(run("b", {"t": {"acc": 0.5}}, tasks={"t": TaskRecord(7, 9)})) == 7
 
 
 # --- bootstrap draws ---------------------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ def two_task_run(name: str = "a", **kwargs: Any) -> Run:
         "u": {"acc": 0.5, "unparsed_rate": 0.5, "chance_level": 0.5},
     }
     lines = {"t": acc_lines([1.0, 1.0, 1.0, 0.0, None]), "u": acc_lines([0.0, 1.0])}
-    tasks = kwargs.pop("tasks", {"t": TaskConditions(5, 5), "u": TaskConditions(2, 2)})
+    tasks = kwargs.pop("tasks", {"t": TaskRecord(5, 5), "u": TaskRecord(2, 2)})
     return run(name, results, lines, tasks=tasks, **kwargs)
 
 
@@ -300,7 +300,7 @@ def test_a_pooled_mean_weights_each_task_by_its_scored_questions_and_its_rates_b
 
 
 def test_a_pooled_mean_over_no_document_is_empty():
-    r = run("a", {"t": {"acc": 0.5, "unparsed_rate": 0.0}}, tasks={"t": TaskConditions(0, 4)})
+    r = run("a", {"t": {"acc": 0.5, "unparsed_rate": 0.0}}, tasks={"t": TaskRecord(0, 4)})
     assert Pooled((Leaf("t", "acc"),)).value(r, "unparsed") is None  # 0 documents: no weight, no rate
 
 
@@ -376,25 +376,25 @@ def test_merged_chance_rows_are_one_row_when_every_value_agrees():
 
 def test_coverage_sums_documents_and_split_over_the_tables_tasks_with_data():
     tasks = {
-        "t": TaskConditions(3, 4, limit=3),
-        "u": TaskConditions(2, 5, limit=3),
-        "e": TaskConditions(None, None, empty=True),  # no documents in the release (no counts): not counted
-        "o": TaskConditions(100, 100),  # not a task of this table
+        "t": TaskRecord(3, 4, limit=3),
+        "u": TaskRecord(2, 5, limit=3),
+        "e": TaskRecord(None, None, empty=True),  # no documents in the release (no counts): not counted
+        "o": TaskRecord(100, 100),  # not a task of this table
     }
     r = run("a", {"t": {}, "u": {}}, tasks=tasks)
     assert _coverage(r, {"t", "u", "e", "x"}) == (5, 9, 3)
-    r = run("a", {"t": {}}, tasks={"t": TaskConditions(3, None), "u": TaskConditions(2, 5)})
+    r = run("a", {"t": {}}, tasks={"t": TaskRecord(3, None), "u": TaskRecord(2, 5)})
     assert _coverage(r, {"t", "u"}) == (5, None, None)  # a split size not recorded: no N
     assert _sum([1, 2, 3]) == 6 and _sum([1, None]) is None and _sum([]) == 0
 
 
 def test_the_judge_of_a_table_sums_the_counts_and_weights_the_rule_share_by_answers():
     tasks = {
-        "j1": TaskConditions(4, 4, judge=Judge("rule", share=1.0, scored=3, failures=0, unparsed=1, rule="r")),
-        "j2": TaskConditions(
+        "j1": TaskRecord(4, 4, judge=Judge("rule", share=1.0, scored=3, failures=0, unparsed=1, rule="r")),
+        "j2": TaskRecord(
             8, 8, judge=Judge("llm", model="gpt", rubric="x", rubric_version="1", scored=6, failures=2, unparsed=0)
         ),  # fmt: skip
-        "k": TaskConditions(8, 8),  # no judge
+        "k": TaskRecord(8, 8),  # no judge
     }
     r = run("a", {}, tasks=tasks)
     judge = _judge_of(r, {"j1", "j2", "k"})
@@ -404,7 +404,7 @@ def test_the_judge_of_a_table_sums_the_counts_and_weights_the_rule_share_by_answ
     assert _judge_of(r, {"k"}) is None
     llm = _judge_of(r, {"j2"})
     assert (llm.kind, llm.share, llm.model, llm.rubric, llm.rubric_version) == ("llm", None, "gpt", "x", "1")
-    none = run("b", {}, tasks={"n": TaskConditions(4, 4, judge=Judge("none", reason="no key"))})
+    none = run("b", {}, tasks={"n": TaskRecord(4, 4, judge=Judge("none", reason="no key"))})
     assert (_judge_of(none, {"n"}).kind, _judge_of(none, {"n"}).reason) == ("none", "no key")
 
 
@@ -436,8 +436,8 @@ def test_runs_recorded_with_other_seeds_and_the_same_numbers_pool_and_the_notes_
 
 
 def test_tasks_without_documents_are_those_of_the_table_any_run_of_the_row_had_none_of():
-    a = run("a", {}, tasks={"t": TaskConditions(0, 0, empty=True), "z": TaskConditions(0, 0, empty=True)})
-    b = run("b", {}, tasks={"u": TaskConditions(0, 0, empty=True), "t": TaskConditions(0, 0, empty=True)})
+    a = run("a", {}, tasks={"t": TaskRecord(0, 0, empty=True), "z": TaskRecord(0, 0, empty=True)})
+    b = run("b", {}, tasks={"u": TaskRecord(0, 0, empty=True), "t": TaskRecord(0, 0, empty=True)})
     assert tasks_without_documents([a, b], {"t", "u", "v"}) == ["t", "u"]
 
 
@@ -488,7 +488,7 @@ def test_runs_that_saw_other_chance_levels_get_a_chance_row_each_after_every_mod
 
 
 def test_a_partial_run_is_marked_n_of_n_and_seeds_pool_into_one_row_with_a_note():
-    tasks = {"t": TaskConditions(3, 4, limit=3), "u": TaskConditions(3, 4, limit=3)}
+    tasks = {"t": TaskRecord(3, 4, limit=3), "u": TaskRecord(3, 4, limit=3)}
     results = {"t": {"acc": 0.5}, "u": {"acc": 0.25}}
     seeds = [run(f"s{i}", results, tasks=tasks, seed=str(i)) for i in (1, 2)]
     table = build_table(LAYOUT, seeds, ci=False)
@@ -517,7 +517,7 @@ def test_an_extra_row_appears_only_where_it_has_a_value():
 def test_a_table_has_no_rows_without_runs_of_its_tasks():
     assert build_table(LAYOUT, [run("a", {"z": {"acc": 1.0}})]) is None
     # a run that knows a task only by its conditions (no results: scoring failed) still makes a table
-    failed = run("a", {}, tasks={"t": TaskConditions(4, 4, failed="boom")})
+    failed = run("a", {}, tasks={"t": TaskRecord(4, 4, failed="boom")})
     table = build_table(LAYOUT, [failed], ci=False)
     assert table.rows[0].cells[0] == Cell(note="t: scoring failed (boom)")
 
@@ -555,15 +555,15 @@ JUDGED_RESULTS = {"j": {"judge_score": 0.5}, "t": {"acc": 0.5, "chance_level": 0
 
 
 def judged_run(name: str, judge: Judge | None, label: str, **kwargs: Any) -> Run:
-    tasks = {"j": TaskConditions(4, 4, judge=judge), "t": TaskConditions(4, 4), "e": TaskConditions(0, 0)}
+    tasks = {"j": TaskRecord(4, 4, judge=judge), "t": TaskRecord(4, 4), "e": TaskRecord(0, 0)}
     return run(name, JUDGED_RESULTS, tasks=tasks | kwargs.pop("tasks", {}), label=label, **kwargs)
 
 
 def test_a_row_is_marked_and_footnoted_for_its_judge_empty_tasks_and_generation_settings():
     partly_rule = Judge("rule", model="gpt", share=0.5, scored=4, failures=0, unparsed=0)
-    off = TaskConditions(4, 4, generation=(("max_new_tokens", "16"),), protocol=(("max_new_tokens", "32"),))
-    a = judged_run("a", partly_rule, "ma", tasks={"e": TaskConditions(0, 0, empty=True), "t": off})
-    b = judged_run("b", Judge("rule", share=1.0, scored=4), "mb", gen_overrides=(("max_new_tokens", "8"),))
+    off = TaskRecord(4, 4, generation=Generation(protocol={"max_new_tokens": 32}, in_effect={"max_new_tokens": 16}))
+    a = judged_run("a", partly_rule, "ma", tasks={"e": TaskRecord(0, 0, empty=True), "t": off})
+    b = judged_run("b", Judge("rule", share=1.0, scored=4), "mb", gen_kwargs={"max_new_tokens": 8})
     c = judged_run("c", Judge("llm", model="gpt-4o", rubric="odi_open", rubric_version="1.0", scored=3, failures=1,
                              unparsed=0), "mc")  # fmt: skip
     d = judged_run("d", Judge("none", reason="no key"), "md")
@@ -594,7 +594,7 @@ def test_a_row_is_marked_and_footnoted_for_its_judge_empty_tasks_and_generation_
 
 
 def test_a_setting_the_protocol_leaves_unset_and_one_it_sets_are_both_named():
-    off = TaskConditions(4, 4, generation=(("temperature", "0.7"),), protocol=(("max_new_tokens", "32"),))
+    off = TaskRecord(4, 4, generation=Generation(protocol={"max_new_tokens": 32}, in_effect={"temperature": 0.7}))
     a = judged_run("a", None, "ma", tasks={"t": off, "e": off})
     table = build_table(JUDGED, [a], ci=False)
     assert table.rows[0].label == "ma (gen max_new_tokens=(unset), temperature=0.7)"
@@ -605,8 +605,8 @@ def test_a_setting_the_protocol_leaves_unset_and_one_it_sets_are_both_named():
 
 
 def test_a_run_that_recorded_its_protocol_is_not_marked_for_its_gen_kwargs():
-    same = TaskConditions(4, 4, generation=(("max_new_tokens", "32"),), protocol=(("max_new_tokens", "32"),))
-    a = judged_run("a", None, "ma", tasks={"t": same}, gen_overrides=(("max_new_tokens", "32"),))
+    same = TaskRecord(4, 4, generation=Generation(protocol={"max_new_tokens": 32}, in_effect={"max_new_tokens": 32}))
+    a = judged_run("a", None, "ma", tasks={"t": same}, gen_kwargs={"max_new_tokens": 32})
     table = build_table(JUDGED, [a], ci=False)
     assert table.rows[0].label == "ma" and table.notes == []
 
@@ -625,8 +625,8 @@ def test_rows_of_one_model_are_told_apart_by_the_model_arguments_they_do_not_sha
 
 
 def test_rows_of_one_model_with_equal_arguments_are_told_apart_by_generation_seed_or_folder():
-    def gen(value: str) -> dict[str, TaskConditions]:
-        return {"t": TaskConditions(4, 4, generation=(("max_new_tokens", value),))}
+    def gen(value: str) -> dict[str, TaskRecord]:
+        return {"t": TaskRecord(4, 4, generation=Generation(protocol=None, in_effect={"max_new_tokens": int(value)}))}
 
     a, b = run("a", {"t": {"acc": 0.5}}, tasks=gen("16")), run("b", {"t": {"acc": 0.5}}, tasks=gen("32"))
     labels = [r.label for r in build_table(LAYOUT, [a, b], ci=False).rows if r.kind == "model"]
@@ -651,7 +651,7 @@ def test_rows_in_one_folder_are_told_apart_by_their_file_names():
 def test_a_partial_row_of_a_model_with_two_rows_names_the_row_in_its_note():
     a = run("a", {"t": {"acc": 0.5}, "u": {"acc": 0.5}}, args="pretrained=org/m,samples=a")
     b = run("b", {"t": {"acc": 0.5}, "u": {"acc": 0.5}}, args="pretrained=org/m,samples=b",
-            tasks={"t": TaskConditions(2, 4), "u": TaskConditions(4, 4)})  # fmt: skip
+            tasks={"t": TaskRecord(2, 4), "u": TaskRecord(4, 4)})  # fmt: skip
     table = build_table(LAYOUT, [a, b], ci=False)
     # the mark tells the rows apart (no tag needed); the note names the row by its label, the model having two
     assert [r.label for r in table.rows if r.kind == "model"] == ["m", "m (6/8)"]
@@ -661,8 +661,8 @@ def test_a_partial_row_of_a_model_with_two_rows_names_the_row_in_its_note():
 # --- notes under a table: run options and software -----------------------------------------------------------------
 
 
-def options(values: dict[str, str]) -> dict[str, TaskConditions]:
-    return {"t": TaskConditions(4, 4, run_options=tuple(sorted(values.items())))}
+def options(values: dict[str, str]) -> dict[str, TaskRecord]:
+    return {"t": TaskRecord(4, 4, run_options=dict(values))}
 
 
 def test_each_row_with_run_options_is_named_and_different_inputs_are_warned_of():
@@ -715,13 +715,13 @@ def test_rows_made_with_other_software_are_warned_of_naming_the_versions_that_di
 
 def test_an_unparsed_cell_of_a_judged_leaf_without_a_verdict_says_the_rate_is_missing_not_the_judge():
     judge = Judge("none", reason="no key")
-    r = run("a", {"t": {"judge_score": 0.5}}, tasks={"t": TaskConditions(4, 4, judge=judge)})
+    r = run("a", {"t": {"judge_score": 0.5}}, tasks={"t": TaskRecord(4, 4, judge=judge)})
     # the unparsed rate is withheld as "unparsed_rate" (no judge withholds it): it is simply not in the results
     assert Leaf("t", "judge_score").why(r, "unparsed") == "no value in the results of t (NaN: no document scored)"
 
 
 def test_a_chance_cell_of_a_task_without_documents_says_no_chance_level_was_recorded():
-    r = run("a", {"t": {"acc": 0.5}}, tasks={"t": TaskConditions(0, 0, empty=True)})
+    r = run("a", {"t": {"acc": 0.5}}, tasks={"t": TaskRecord(0, 0, empty=True)})
     # the chance level is never withheld: its reason is the missing level, not the empty task
     assert Leaf("t", "acc").why(r, "chance") == "t records no chance level"
 
@@ -746,7 +746,7 @@ def test_a_mean_says_why_for_the_role_asked():
 
 
 def test_a_pooled_mean_over_no_document_has_no_reason_to_give():
-    r = run("a", {"t": {"acc": 0.5, "unparsed_rate": 0.0}}, tasks={"t": TaskConditions(0, 4)})
+    r = run("a", {"t": {"acc": 0.5, "unparsed_rate": 0.0}}, tasks={"t": TaskRecord(0, 4)})
     # every part has its rate, but there is no document to weight it by: empty, and no part to blame
     assert Pooled((Leaf("t", "acc"),)).why(r, "unparsed") is None
 
@@ -760,8 +760,8 @@ def test_a_rule_judge_with_no_answer_counted_is_marked_as_the_rules_alone():
 
 def test_a_rule_judge_whose_share_was_not_recorded_counts_as_the_rules_alone_not_as_none_of_the_answers():
     tasks = {
-        "j1": TaskConditions(4, 4, judge=Judge("rule", share=None, scored=3, failures=0, unparsed=1)),
-        "j2": TaskConditions(4, 4, judge=Judge("llm", model="gpt-a", scored=4, failures=0, unparsed=0)),
+        "j1": TaskRecord(4, 4, judge=Judge("rule", share=None, scored=3, failures=0, unparsed=1)),
+        "j2": TaskRecord(4, 4, judge=Judge("llm", model="gpt-a", scored=4, failures=0, unparsed=0)),
     }
     # j1's 4 answered verdicts are the rule's (share unknown: all of them), j2's 4 the LLM's: 4 / 8 = 0.5
     assert _judge_of(run("a", {}, tasks=tasks), {"j1", "j2"}).share == 0.5
@@ -775,7 +775,7 @@ def test_a_judge_with_no_verdict_and_no_reason_is_named_no_judge():
 
 
 def test_every_task_without_documents_is_named_in_the_note():
-    empty = {"e": TaskConditions(0, 0, empty=True), "t": TaskConditions(0, 0, empty=True)}
+    empty = {"e": TaskRecord(0, 0, empty=True), "t": TaskRecord(0, 0, empty=True)}
     r = judged_run("a", None, "ma", tasks=empty)
     assert "ma: not comparable to the paper's rows: no documents in this release for e, t" in (
         build_table(JUDGED, [r], ci=False).notes
@@ -815,8 +815,11 @@ def test_rows_in_folders_of_one_name_are_told_apart_by_their_whole_path():
 
 
 def test_generation_tags_name_the_tables_tasks_only():
-    def gen(**values: str) -> dict[str, TaskConditions]:
-        return {t: TaskConditions(4, 4, generation=(("max_new_tokens", v),)) for t, v in values.items()}
+    def gen(**values: str) -> dict[str, TaskRecord]:
+        return {
+            t: TaskRecord(4, 4, generation=Generation(protocol=None, in_effect={"max_new_tokens": int(v)}))
+            for t, v in values.items()
+        }
 
     a = run("a", {"t": {"acc": 0.5}}, tasks=gen(t="16", z="99"))
     b = run("b", {"t": {"acc": 0.5}}, tasks=gen(t="32", z="99"))
@@ -832,18 +835,18 @@ def test_generation_tags_name_the_tables_tasks_only():
 
 
 def test_gen_kwargs_tell_apart_runs_that_recorded_their_protocol_but_not_the_settings_in_effect():
-    own = {"t": TaskConditions(4, 4, protocol=(("max_new_tokens", "32"),))}
-    a = run("a", {"t": {"acc": 0.5}}, tasks=own, gen_overrides=(("max_new_tokens", "8"),))
-    b = run("b", {"t": {"acc": 0.5}}, tasks=own, gen_overrides=(("max_new_tokens", "16"),))
+    own = {"t": TaskRecord(4, 4, generation=Generation(protocol={"max_new_tokens": 32}, in_effect=None))}
+    a = run("a", {"t": {"acc": 0.5}}, tasks=own, gen_kwargs={"max_new_tokens": 8})
+    b = run("b", {"t": {"acc": 0.5}}, tasks=own, gen_kwargs={"max_new_tokens": 16})
     assert model_labels([a, b]) == ["m (--gen_kwargs max_new_tokens=8)", "m (--gen_kwargs max_new_tokens=16)"]
 
 
 def test_generation_marks_look_at_the_tables_tasks_only():
-    off = TaskConditions(4, 4, generation=(("max_new_tokens", "16"),), protocol=(("max_new_tokens", "32"),))
-    a = run("a", {"t": {"acc": 0.5}}, tasks={"t": TaskConditions(4, 4), "z": off})
+    off = TaskRecord(4, 4, generation=Generation(protocol={"max_new_tokens": 32}, in_effect={"max_new_tokens": 16}))
+    a = run("a", {"t": {"acc": 0.5}}, tasks={"t": TaskRecord(4, 4), "z": off})
     assert model_labels([a]) == ["m"]  # z is not in the table: its settings are not this table's business
     # --gen_kwargs with no protocol recorded for the table's tasks is marked, whatever another task recorded
-    b = run("b", {"t": {"acc": 0.5}}, tasks={"t": TaskConditions(4, 4), "z": off}, gen_overrides=(("seed", "1"),))
+    b = run("b", {"t": {"acc": 0.5}}, tasks={"t": TaskRecord(4, 4), "z": off}, gen_kwargs={"seed": 1})
     assert model_labels([b]) == ["m (--gen_kwargs seed=1)"]
 
 
@@ -862,8 +865,8 @@ def test_published_rows_come_last_after_the_chance_row_with_their_notes(monkeypa
     monkeypatch.setattr(tables.references, "table", lambda benchmark, key: reference)
     monkeypatch.setattr(tables.references, "load", lambda benchmark: {"paper": "Toy et al. 2025"})
     layout = Layout("toy", "toy_bench", "Toy", LAYOUT.columns, reference="t2")
-    off = TaskConditions(4, 4, generation=(("max_new_tokens", "16"),), protocol=(("max_new_tokens", "32"),))
-    a = two_task_run("a", tasks={"t": off, "u": TaskConditions(2, 4)})  # 4 + 2 of 4 + 4 documents
+    off = TaskRecord(4, 4, generation=Generation(protocol={"max_new_tokens": 32}, in_effect={"max_new_tokens": 16}))
+    a = two_task_run("a", tasks={"t": off, "u": TaskRecord(2, 4)})  # 4 + 2 of 4 + 4 documents
     table = build_table(layout, [a], ci=False)
     assert table.source == "Toy et al. 2025 Table 2: " and table.scale == 1.0
     assert [(r.label, r.kind) for r in table.rows] == [
@@ -907,7 +910,7 @@ def test_extra_and_unparsed_rows_carry_the_rows_runs_and_the_ci_of_the_tables_se
 
 def test_an_empty_cell_of_seeds_says_why_for_the_first_seed():
     nan = run("a", {"t": {"acc": math.nan}}, seed="1")
-    failed = run("b", {"t": {"acc": math.nan}}, tasks={"t": TaskConditions(4, 4, failed="boom")}, seed="2")
+    failed = run("b", {"t": {"acc": math.nan}}, tasks={"t": TaskRecord(4, 4, failed="boom")}, seed="2")
     assert _cell_for_runs(Leaf("t", "acc"), [nan, failed], 100.0, 0, True) == Cell(
         note="no value in the results of t (NaN: no document scored)"
     )
@@ -922,9 +925,9 @@ def test_a_copy_of_a_run_for_this_tables_tasks_counts_once_whatever_its_other_ta
 
 def test_the_rule_share_counts_only_answered_verdicts_and_names_every_llm():
     tasks = {
-        "j1": TaskConditions(4, 4, judge=Judge("rule", share=1.0, scored=0, failures=4, unparsed=None)),
-        "j2": TaskConditions(4, 4, judge=Judge("llm", model="gpt-b", scored=3, failures=1, unparsed=0)),
-        "j3": TaskConditions(4, 4, judge=Judge("llm", model="gpt-a", scored=4, failures=0, unparsed=0)),
+        "j1": TaskRecord(4, 4, judge=Judge("rule", share=1.0, scored=0, failures=4, unparsed=None)),
+        "j2": TaskRecord(4, 4, judge=Judge("llm", model="gpt-b", scored=3, failures=1, unparsed=0)),
+        "j3": TaskRecord(4, 4, judge=Judge("llm", model="gpt-a", scored=4, failures=0, unparsed=0)),
     }
     judge = _judge_of(run("a", {}, tasks=tasks), {"j1", "j2", "j3"})
     # the rule answered none of j1 (4 failures): 0 of 7 answered verdicts are the rule's
@@ -963,8 +966,8 @@ def test_a_package_a_row_did_not_record_is_shown_as_a_question_mark():
 
 def test_an_llm_judges_share_never_counts_as_the_rules():
     tasks = {
-        "j1": TaskConditions(2, 2, judge=Judge("rule", share=1.0, scored=2, failures=0, unparsed=0)),
-        "j2": TaskConditions(2, 2, judge=Judge("llm", model="gpt", share=0.5, scored=2, failures=0, unparsed=0)),
+        "j1": TaskRecord(2, 2, judge=Judge("rule", share=1.0, scored=2, failures=0, unparsed=0)),
+        "j2": TaskRecord(2, 2, judge=Judge("llm", model="gpt", share=0.5, scored=2, failures=0, unparsed=0)),
     }
     # the rule's 2 of 4 answered verdicts: 0.5 (the LLM judge's own share field is not the rule's)
     assert _judge_of(run("a", {}, tasks=tasks), {"j1", "j2"}).share == 0.5

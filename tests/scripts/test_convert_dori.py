@@ -11,7 +11,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.tasks.dori.declaration import features
+from lmms_spatial.tasks.dori import features
 
 REPO = Path(__file__).resolve().parents[2]
 import lmms_spatial.tasks.dori.convert as convert_dori  # noqa: E402

@@ -11,7 +11,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.tasks.mmperspective.declaration import features
+from lmms_spatial.tasks.mmperspective import features
 
 REPO = Path(__file__).resolve().parents[2]
 import lmms_spatial.tasks.mmperspective.convert as convert_mmperspective  # noqa: E402

@@ -10,7 +10,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_spatial.tasks.osr_bench.declaration import features
+from lmms_spatial.tasks.osr_bench import features
 
 REPO = Path(__file__).resolve().parents[2]
 import lmms_spatial.tasks.osr_bench.convert as convert_osr  # noqa: E402

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from lmms_spatial.metrics import dori as dori_metrics
 from lmms_spatial.tasks.dori import adapter
 
 # single-axis rotation, granular: truth D (180), a 45-degree step on the same (back) side is C (135)
@@ -197,3 +198,16 @@ def test_the_placeholder_dataset_loads_doris_own_data(monkeypatch):
     placeholder = datasets.Dataset.from_dict({loading.PLACEHOLDER_COLUMN: ["x"]})
     docs = adapter.docs_for("single_axis_rotation", "granular")(placeholder)
     assert asked == [("dori", None)] and docs["id"] == ["q7"]
+
+
+QUESTION_TYPES = [(t, g) for t in dori_metrics.TASKS for g in dori_metrics.GRANULARITIES]
+
+
+@pytest.mark.parametrize(("task", "granularity"), QUESTION_TYPES)
+def test_each_question_type_s_process_docs_keeps_its_own_task_and_granularity(monkeypatch, task, granularity):
+    """The YAML of ``dori_<task>_<granularity>`` names ``utils.docs_<task>_<granularity>``: a plain function that
+    keeps that question type's rows (``docs_for`` of exactly that pair) of the dataset it is given."""
+    monkeypatch.setattr(adapter, "docs_for", lambda t, g: lambda dataset: (t, g, dataset))
+    dataset = object()
+    assert getattr(adapter, f"docs_{task}_{granularity}")(dataset) == (task, granularity, dataset)
+

@@ -7,6 +7,7 @@ import pytest
 from PIL import Image
 
 from lmms_spatial.data.images import BadDocumentError
+from lmms_spatial.tasks.mmperspective import features
 from lmms_spatial.tasks.mmperspective.adapter import (
     doc_to_messages,
     doc_to_text,
@@ -18,7 +19,6 @@ from lmms_spatial.tasks.mmperspective.adapter import (
     process_results_cot,
     process_results_robust,
 )
-from lmms_spatial.tasks.mmperspective.declaration import features
 
 
 def _png(colour=(200, 10, 10)) -> bytes:

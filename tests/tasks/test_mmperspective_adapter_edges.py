@@ -8,8 +8,7 @@ import datasets
 import pytest
 
 from lmms_spatial.data.images import BadDocumentError
-from lmms_spatial.tasks.mmperspective import adapter
-from lmms_spatial.tasks.mmperspective.declaration import features
+from lmms_spatial.tasks.mmperspective import adapter, features
 
 OPTIONS = ["top-left", "top-right", "bottom-left", "bottom-right"]
 DOC = {"id": "vpp-1", "task": " vpp ", "question": "Where is the vanishing point?", "options": OPTIONS, "answer": " b "}

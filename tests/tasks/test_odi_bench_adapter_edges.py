@@ -9,6 +9,7 @@ import os
 import datasets
 import pytest
 
+from lmms_spatial import run_state
 from lmms_spatial.models import stages
 from lmms_spatial.tasks.odi_bench import adapter
 
@@ -258,7 +259,7 @@ def test_omni_cot_steps_of_the_close_and_open_settings_reach_those_records(monke
 
 def test_a_failing_judge_is_said_once_per_kind_of_failure(monkeypatch, logged):
     warnings = logged("WARNING")
-    monkeypatch.setattr(adapter, "_warned", set())
+    monkeypatch.setattr(run_state.STATE, "warned", set())  # a process that has warned of nothing yet
 
     class Failing:
         def __init__(self, error):

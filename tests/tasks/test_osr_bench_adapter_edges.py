@@ -11,6 +11,7 @@ import math
 
 import pytest
 
+from lmms_spatial import run_state
 from lmms_spatial.data.images import BadDocumentError
 from lmms_spatial.models import stages
 from lmms_spatial.tasks.osr_bench import adapter
@@ -155,7 +156,7 @@ def test_a_failing_judge_is_one_warning_and_a_failed_record_of_at_most_500_chara
 
     judge = _Judge(fail=RuntimeError("x" * 600))
     monkeypatch.setattr(lmms_spatial.judge, "get_judge", lambda rubric: judge)
-    monkeypatch.setattr(adapter, "_judge_warned", type(adapter._judge_warned)())
+    monkeypatch.setattr(run_state.STATE, "warned", set())  # a process that has warned of nothing yet
     first = adapter.PROCESSORS["qa_negative_vanilla"](DIRECTION, ["front left"])["llm_accuracy"]
     adapter.PROCESSORS["qa_negative_vanilla"](DIRECTION, ["left"])
     assert first["failed"] is True and "score" not in first
@@ -163,6 +164,23 @@ def test_a_failing_judge_is_one_warning_and_a_failed_record_of_at_most_500_chara
     assert warnings == [
         f"OSR-Bench LLM evaluator failed (RuntimeError: {'x' * 600}); llm_accuracy leaves such items out"
     ]
+    assert run_state.STATE.warned == {adapter.JUDGE_WARNING}  # said for the process, under its own name
+
+
+def test_each_warning_is_said_once_per_process_under_its_own_name(no_stages, warnings, monkeypatch):
+    """A process that has said one of the two warnings still says the other (and not the one it said)."""
+    import lmms_spatial.judge
+
+    monkeypatch.setattr(lmms_spatial.judge, "get_judge", lambda rubric: _Judge(fail=RuntimeError("down")))
+    monkeypatch.setattr(run_state.STATE, "warned", {adapter.NO_MAP_WARNING})
+    adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DISTANCE, ["table"])
+    assert warnings == []
+    adapter.PROCESSORS["qa_negative_vanilla"](DIRECTION, ["left"])
+    assert warnings == ["OSR-Bench LLM evaluator failed (RuntimeError: down); llm_accuracy leaves such items out"]
+    monkeypatch.setattr(run_state.STATE, "warned", {adapter.JUDGE_WARNING})
+    adapter.PROCESSORS["qa_negative_vanilla"](DIRECTION, ["left"])
+    adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DISTANCE, ["table"])
+    assert warnings[1:] == [f"osr_qa_cogmap: {NO_MAP}; the with-map tasks are left unscored"]
 
 
 def test_a_map_question_carries_the_map_it_was_given_and_its_f1(no_stages, warnings):
@@ -182,7 +200,7 @@ NO_MAP = "no_map: no map of this image was in the conversation (the model draws 
 
 
 def test_an_answer_without_a_map_is_kept_unscored_and_said_once(no_stages, warnings, monkeypatch):
-    monkeypatch.setattr(adapter, "_warned", type(adapter._warned)())
+    monkeypatch.setattr(run_state.STATE, "warned", set())  # a process that has warned of nothing yet
     for _ in range(2):
         out = adapter.PROCESSORS["qa_cogmap_standard_vanilla"](DISTANCE, ["table"])
     record = out["accuracy"]
@@ -200,6 +218,7 @@ def test_an_answer_without_a_map_is_kept_unscored_and_said_once(no_stages, warni
     assert out["chance_level"] == pytest.approx(1 / 3) and out["answers_without_map"] == 1.0
     assert out["overall"] is record and "llm_accuracy" not in out
     assert warnings == [f"osr_qa_cogmap: {NO_MAP}; the with-map tasks are left unscored"]
+    assert run_state.STATE.warned == {adapter.NO_MAP_WARNING}  # said for the process, under its own name
 
 
 def test_a_direction_answer_without_a_map_on_the_negative_config_is_not_judged(no_stages, monkeypatch):
@@ -220,14 +239,14 @@ def test_a_with_map_answer_reports_no_answer_without_a_map(no_stages):
 
 
 def test_processors_pass_their_mode_config_and_map_setting_and_are_named_for_them():
-    process = adapter._qa_processor("think", "negative", True)
+    process = adapter.PROCESSORS["qa_cogmap_negative_think"]
     assert process.__name__ == "process_results_qa_cogmap_negative_think"
-    assert adapter._qa_processor("vanilla", "standard", False).__name__ == "process_results_qa_standard_vanilla"
-    # what a run records about the task's judge and map: the benchmark's TASK_NEEDS, by scorer name
-    # (lmms_spatial.conditions.needs_of reads it from utils.py)
+    assert adapter.PROCESSORS["qa_standard_vanilla"].__name__ == "process_results_qa_standard_vanilla"
+    # what a run records about the task's judge and map: the benchmark's TASK_NEEDS (its BENCHMARK.needs), by
+    # scorer name
     needs = adapter.TASK_NEEDS
     assert (needs.judge.get(process.__name__), needs.maps.get(process.__name__)) == ("osr_negative", "osr_cogmap")
-    plain = adapter._qa_processor("vanilla", "standard", False)
+    plain = adapter.PROCESSORS["qa_standard_vanilla"]
     assert (needs.judge.get(plain.__name__), needs.maps.get(plain.__name__)) == (None, None)
     # negative sampling is judged with or without a map; a standard with-map question has a map and no judge
     assert sorted(needs.judge) == sorted(f"process_results_{p}_negative_{m}" for p in ("qa", "qa_cogmap")
@@ -237,7 +256,7 @@ def test_processors_pass_their_mode_config_and_map_setting_and_are_named_for_the
     assert sorted(adapter.PROCESSORS) == sorted(
         f"{p}_{c}_{m}" for p in ("qa", "qa_cogmap") for c in ("standard", "negative") for m in ("vanilla", "think")
     )
-    out = adapter._qa_processor("think", "standard", False)(DIRECTION, ["<answer>front left</answer>"])
+    out = adapter.PROCESSORS["qa_standard_think"](DIRECTION, ["<answer>front left</answer>"])
     assert out["accuracy"]["reason"] == "exact_match:answer_tag" and "llm_accuracy" not in out
 
 
@@ -320,12 +339,37 @@ def test_processors_pass_the_config_and_the_map_setting_through(no_stages, monke
     from lmms_spatial.judge import reset_judges
 
     reset_judges()
-    negative = adapter._qa_processor("vanilla", "negative", False)(DIRECTION, ["front left"])
+    negative = adapter.PROCESSORS["qa_negative_vanilla"](DIRECTION, ["front left"])
     assert negative["llm_accuracy"]["failed"] is False  # the negative config asks the judge
     stages.record("osr_cogmap", "negative:s1", "{}")
-    with_map = adapter._qa_processor("vanilla", "negative", True)(DIRECTION, ["front left"])["accuracy"]
+    with_map = adapter.PROCESSORS["qa_cogmap_negative_vanilla"](DIRECTION, ["front left"])["accuracy"]
     assert with_map["stage_outputs"] == {"osr_cogmap": {"key": "negative:s1", "output": "{}"}}
     reset_judges()
+
+
+@pytest.mark.parametrize(
+    ("task", "expected"),
+    [
+        ("qa_standard_vanilla", ("vanilla", "standard", False)),
+        ("qa_standard_think", ("think", "standard", False)),
+        ("qa_negative_vanilla", ("vanilla", "negative", False)),
+        ("qa_negative_think", ("think", "negative", False)),
+        ("qa_cogmap_standard_vanilla", ("vanilla", "standard", True)),
+        ("qa_cogmap_standard_think", ("think", "standard", True)),
+        ("qa_cogmap_negative_vanilla", ("vanilla", "negative", True)),
+        ("qa_cogmap_negative_think", ("think", "negative", True)),
+    ],
+)
+def test_each_task_s_scorer_asks_its_own_mode_config_and_map_setting(monkeypatch, task, expected):
+    """The YAML of ``osr_<task>`` names ``utils.process_results_<task>``: a plain function passing the post-prompt
+    mode, the data config and whether a map came first, as its name says."""
+    seen = []
+    monkeypatch.setattr(adapter, "_qa", lambda doc, results, mode, config, with_map: seen.append(
+        (doc, results, mode, config, with_map)) or "scored")  # fmt: skip
+    scorer = adapter.PROCESSORS[task]
+    assert scorer.__name__ == f"process_results_{task}" and scorer is getattr(adapter, scorer.__name__)
+    assert scorer(DIRECTION, ["front left"]) == "scored"
+    assert seen == [(DIRECTION, ["front left"], *expected)]
 
 
 def test_map_tasks_keep_the_panorama_undecoded():

@@ -69,7 +69,7 @@ def _crafted_samples(demo_results: Path, folder: Path, data: dict[str, Path]) ->
 def build_view_site(demo_results: Path, data: dict[str, Path], env: dict[str, str], out: Path) -> None:
     """The replay run (chosen replies, a fake judge) in ``out/crafted``, then the page of both runs in ``out/site``."""
     from lmms_spatial.data.registry import BENCHMARKS
-    from lmms_spatial.judge.testing import FakeJudgeServer
+    from tools.fake_judge import FakeJudgeServer
 
     _crafted_samples(demo_results, out / "replies", data)
     env = {**env, **{BENCHMARKS[k].env_var: str(p) for k, p in data.items()}}

@@ -1,14 +1,14 @@
 """Converters from each benchmark's published release to the normalised layout the tasks read.
 
-One module per benchmark, ``tasks/<key>/convert.py``, each with ``convert(...)`` (the library call) and
-``main(argv)`` (the ``lmms-spatial convert <benchmark> ...`` command). :func:`convert_release` is what automatic
-preparation calls (``lmms_spatial.data.prepare``): it runs a converter on a downloaded release
-strictly (no row skipped) and turns every way a release can disagree with the converter into
-:class:`ReleaseMismatch`, whose message says what was found and what was expected.
+One module per benchmark (its ``convert`` part, ``tasks/<key>/convert.py``), each with ``convert(...)`` (the library
+call) and ``main(argv)`` (the ``lmms-spatial convert <benchmark> ...`` command). :func:`convert_release` is what
+automatic preparation calls (``lmms_spatial.data.prepare``): it runs a converter on a downloaded release strictly
+(no row skipped) and turns every way a release can disagree with the converter into :class:`ReleaseMismatch`, whose
+message says what was found and what was expected.
 
-Every benchmark folder holding a ``convert.py`` is registered under its key (``lmms-spatial new-task``
-writes one; the shipped benchmarks' are found the same way), so adding one edits no shared file; it
-states what it expects of a release in ``EXPECTED``.
+Every benchmark whose ``BENCHMARK`` names a ``convert`` part is registered under its key (``lmms-spatial
+new-task`` writes one), so adding one edits no shared file; it states what it expects of a release in
+``EXPECTED``.
 """
 
 from __future__ import annotations
@@ -16,22 +16,22 @@ from __future__ import annotations
 import importlib
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from lmms_spatial.benchmark import Benchmark
     from lmms_spatial.data.column_map import ColumnMap
 
 
-def discovered(paths: Sequence[str] | None = None) -> dict[str, str]:
-    """{benchmark key: module name} for every benchmark folder in ``paths`` (default: ``lmms_spatial.tasks``'s)
-    holding ``convert.py`` (folders starting with an underscore are helpers). Nothing is imported until a converter
-    is used."""
-    from lmms_spatial.paths import benchmark_modules
-
-    return benchmark_modules("convert", list(paths) if paths is not None else None)
+def discovered(benchmarks: Mapping[str, Benchmark] | None = None) -> dict[str, str]:
+    """{benchmark key: module name} for every benchmark whose ``BENCHMARK`` names a ``convert`` part (default: the
+    registry's). Nothing is imported until a converter is used."""
+    if benchmarks is None:
+        from lmms_spatial.data.registry import BENCHMARKS as benchmarks
+    return {key: bench.module_name("convert") for key, bench in benchmarks.items() if bench.convert}
 
 
 # benchmark key -> converter module

@@ -18,7 +18,6 @@ a layout. Benchmarks come in key order.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -121,15 +120,12 @@ def _from_module(key: str, module: Any) -> BenchmarkReport:
 @cache
 def benchmark_reports() -> dict[str, BenchmarkReport]:
     """{benchmark key: its report part}: every ``tasks/<key>/report.py``, and every task folder (default tables)."""
-    from lmms_spatial.paths import benchmark_keys, benchmark_modules
+    from lmms_spatial.data.registry import BENCHMARKS
 
-    modules = {key: importlib.import_module(name) for key, name in benchmark_modules("report").items()}
-
-    folders = set(benchmark_keys())
     reports = {}
-    for key in sorted(modules.keys() | folders):
-        if key in modules:
-            reports[key] = _from_module(key, modules[key])
+    for key, bench in BENCHMARKS.items():
+        if bench.report:
+            reports[key] = _from_module(key, bench.load("report"))
         else:
             reports[key] = BenchmarkReport(key, tuple(default_layouts(key)), declared=False)
     return reports

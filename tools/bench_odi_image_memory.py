@@ -1,6 +1,6 @@
 """Peak memory of loading one 12,000 × 6,000 ERP image through the ODI-Bench task's doc_to_visual.
 
-    python scripts/bench_odi_image_memory.py [--width 12000] [--height 6000] [--format JPEG]
+    python -m tools.bench_odi_image_memory [--width 12000] [--height 6000] [--format JPEG]
 
 Builds a one-row dataset in the normalised layout with a synthetic ERP of that size, then, in a
 fresh Python process per setting, loads the task ``odi_bench_close_object_attribute`` through
@@ -48,7 +48,7 @@ def build(out_dir: Path, width: int, height: int, fmt: str) -> Path:
     import datasets
 
     from lmms_spatial.data.demo.erp import draw_object, draw_sign, erp_canvas
-    from lmms_spatial.tasks.odi_bench.declaration import features
+    from lmms_spatial.tasks.odi_bench import features
 
     image, draw = erp_canvas(width, height)
     size = height / 14

@@ -4,8 +4,8 @@
 ``POST /v1/chat/completions`` with replies computed by a handler function of the request
 JSON, and records every request and the largest number handled at once. Handlers return
 the reply text, or a :class:`FakeReply` to script a status code, a delay (to trigger client
-timeouts) or a malformed body. Nothing here is used by the judge itself; it lives in the
-package so that ``tests/judge`` and ``lmms_spatial.bench.judge`` share it.
+timeouts) or a malformed body. Nothing here is used by the judge itself: it is workshop code (``tools/``, not
+installed), shared by the tests and :mod:`tools.bench_judge`.
 """
 
 from __future__ import annotations
@@ -269,12 +269,13 @@ class FakeJudgeServer:
 def score_items_in_process(
     rubric: str, config_overrides: Mapping[str, Any], items: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Score ``items`` in a fresh process (a ``multiprocessing`` target; must be importable).
+    """Score ``items`` in a fresh process (a ``multiprocessing`` target; must be importable: a spawned child
+    is given the parent's ``sys.path``, where pytest's ``pythonpath`` put the repository root).
 
     Returns the verdicts as dicts plus this process's stats under ``"stats"`` in the last entry.
     """
-    from .client import Judge
-    from .config import JudgeConfig
+    from lmms_spatial.judge.client import Judge
+    from lmms_spatial.judge.config import JudgeConfig
 
     judge = Judge(rubric, JudgeConfig(**dict(config_overrides)))
     try:

@@ -5,8 +5,8 @@ re-scores the last run's items from its cache with a new judge object (what a re
 finished evaluation does), and prints items/s. Every verdict is checked against the score
 the fake judge must give, so a fast but wrong run cannot pass as a result.
 
-    python scripts/bench_judge.py                     # 400 items, 10 ms latency, concurrency 1 and 16
-    python scripts/bench_judge.py --items 1000 --concurrency 1 8 32 --latency 0.05
+    python -m tools.bench_judge                     # 400 items, 10 ms latency, concurrency 1 and 16
+    python -m tools.bench_judge --items 1000 --concurrency 1 8 32 --latency 0.05
 
 The ``openai`` import (~0.5 s, paid once per process) happens before timing starts; building
 the client and the cache database is inside the timed region.
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_spatial.judge import Judge, JudgeConfig
-from lmms_spatial.judge.testing import FakeJudgeServer, osr_item
+from tools.fake_judge import FakeJudgeServer, osr_item
 
 
 def _config(server: FakeJudgeServer, cache_dir: Path, concurrency: int) -> JudgeConfig:

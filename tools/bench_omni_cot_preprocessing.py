@@ -9,7 +9,7 @@ One document = decode the ERP JPEG, then render six 512² 90° views (step 1) an
 * ``pipeline``: one decode and :class:`lmms_spatial.data.projection.ErpProjector` (levels, one
   pad per level, all channels in one remap).
 
-    python scripts/bench_omni_cot_preprocessing.py [--sizes 6000x3000,12000x6000] [--repeats 3]
+    python -m tools.bench_omni_cot_preprocessing [--sizes 6000x3000,12000x6000] [--repeats 3]
 
 Synthetic JPEGs (smooth gradients + noise, quality 90) are written to a temporary folder first.
 """

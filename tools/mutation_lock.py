@@ -1,4 +1,4 @@
-"""A pytest plugin loaded only by mutation runs (``python -m lmms_spatial.bench.mutation``): tqdm's write lock made
+"""A pytest plugin loaded only by mutation runs (``python -m tools.mutation``): tqdm's write lock made
 a lock of each process.
 
 tqdm guards its bars with a ``multiprocessing`` lock created once and shared by every process forked after it. mutmut

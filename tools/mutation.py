@@ -1,6 +1,6 @@
 """Mutation testing of the scorers (issue 37): is a realistic one-line bug in a metric caught by a test?
 
-``python -m lmms_spatial.bench.mutation`` (or ``scripts/mutation.py``), run from the repository root:
+``python -m tools.mutation``, run from the repository root (workshop code: not installed, see :mod:`tools`):
 
 * ``[MODULE ...]``: mutate these modules (default: every module of :func:`scope`), run the fast tests of
   :data:`TESTS` against each mutant and print, per module, mutants / killed / equivalent / accepted /
@@ -21,7 +21,8 @@ package: here ``metrics/`` and ``tasks/`` are installed as ``lmms_spatial.metric
 ``lmms_spatial.tasks`` by an editable finder pointing at the repository, so mutmut run in the
 repository mutates a copy the tests never import (it stops: "could not find any test case for any
 mutant"). :func:`stage` therefore lays the package out as it is installed (``.mutation/lmms_spatial``
-with ``metrics/``, ``tasks/``, ``hub_cards/`` inside, plus ``tests/``) and mutmut runs there; its
+with ``metrics/``, ``tasks/``, ``hub_cards/`` inside, plus ``tests/`` and ``tools/``: the fake judge server
+some tests import, and the runs' pytest plugin) and mutmut runs there; its
 forced-fail check (every trampoline raises: some test must fail) proves the mutated copy is the one
 imported, on every run.
 
@@ -52,7 +53,8 @@ MUTATION_DIR = "mutation"
 EQUIVALENT_FILE = f"{MUTATION_DIR}/equivalent.txt"
 BASELINE_FILE = f"{MUTATION_DIR}/baseline.json"
 STAGE_DIR = ".mutation"
-COMMAND = "python -m lmms_spatial.bench.mutation"
+COMMAND = "python -m tools.mutation"
+REPO = Path(__file__).resolve().parents[1]  # the checkout this tool is run from
 
 # Where the scorers live (repository paths, glob patterns): every benchmark's metrics module, the shared
 # extraction and aggregation, the judge rubrics and every task adapter's scoring glue. A new benchmark
@@ -118,7 +120,7 @@ PYTEST_ARGS = (
 
 # pytest arguments of the mutation runs that change neither which mutants exist nor which tests meet them (so not
 # part of any fingerprint): tqdm's lock made one per process (a worker killed inside a bar must not hang the others)
-RUN_ONLY_ARGS = ("-p", "lmms_spatial.bench.mutation_lock")
+RUN_ONLY_ARGS = ("-p", "tools.mutation_lock")
 
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
@@ -132,6 +134,19 @@ class Group:
     name: str
     patterns: tuple[str, ...]
     tests: tuple[str, ...]
+
+
+def converter_groups(root: Path) -> tuple[Group, ...]:
+    """One group per benchmark converter under ``root`` (``tasks/<key>/convert.py``), each against its own test
+    files (``tests/scripts/test_convert_<key>.py`` and ``..._edges.py``, edge rows included; a mutant runs only the
+    tests that reach it): a new benchmark's converter is in scope as soon as it exists."""
+    groups = []
+    for convert in sorted(root.glob("tasks/*/convert.py")):
+        key = convert.parent.name
+        names = (f"test_convert_{key}.py", f"test_convert_{key}_edges.py")
+        tests = tuple(f"tests/scripts/{name}" for name in names if (root / "tests" / "scripts" / name).is_file())
+        groups.append(Group(f"convert_{key}", (f"tasks/{key}/convert.py",), tests))
+    return tuple(groups)
 
 
 GROUPS = (
@@ -149,28 +164,9 @@ GROUPS = (
         ("lmms_spatial/data/api_images.py",),
         ("tests/data/test_api_images.py", "tests/tasks/test_odi_bench_api_images.py"),
     ),
-    # how each release's answers and image files are matched into the rows the tasks read (edge rows included): one
-    # group per converter, each against its own test files (a mutant runs only the tests that reach it)
-    Group(
-        "convert_osr_bench",
-        ("tasks/osr_bench/convert.py",),
-        ("tests/scripts/test_convert_osr_bench.py", "tests/scripts/test_convert_osr_bench_edges.py"),
-    ),
-    Group(
-        "convert_mmperspective",
-        ("tasks/mmperspective/convert.py",),
-        ("tests/scripts/test_convert_mmperspective.py", "tests/scripts/test_convert_mmperspective_edges.py"),
-    ),
-    Group(
-        "convert_dori",
-        ("tasks/dori/convert.py",),
-        ("tests/scripts/test_convert_dori.py", "tests/scripts/test_convert_dori_edges.py"),
-    ),
-    Group(
-        "convert_odi_bench",
-        ("tasks/odi_bench/convert.py",),
-        ("tests/scripts/test_convert_odi_bench.py", "tests/scripts/test_convert_odi_bench_edges.py"),
-    ),
+    # how each release's answers and image files are matched into the rows the tasks read: one group per
+    # benchmark's converter (converter_groups, below)
+    *converter_groups(REPO),
     # the judge: what part of a reply is the verdict, retries and refusals, the verdict cache's keys and read-back
     Group(
         "judge",
@@ -432,11 +428,13 @@ def stage(root: Path, work: Path, modules: list[str], tests: tuple[str, ...] = T
     for folder in ("metrics", "tasks", "hub_cards"):
         shutil.copytree(root / folder, work / "lmms_spatial" / folder, ignore=ignore)
     shutil.copytree(root / "tests", work / "tests", ignore=ignore)
+    shutil.copytree(root / "tools", work / "tools", ignore=ignore)  # the fake judge server, the runs' pytest plugin
     pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
     config = [
         "",
         "[tool.mutmut]",
         'source_paths = ["lmms_spatial"]',
+        'also_copy = ["tools/"]',  # into mutants/, where the tests run (mutmut copies tests/ itself)
         f"only_mutate = {json.dumps([package_path(m) for m in modules])}",
         f"pytest_add_cli_args = {json.dumps([*PYTEST_ARGS, *RUN_ONLY_ARGS])}",
         f"pytest_add_cli_args_test_selection = {json.dumps(list(tests))}",
