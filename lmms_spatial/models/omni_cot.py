@@ -31,6 +31,7 @@ prompts: ``docs/omni_cot.md``.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -193,7 +194,8 @@ def setting_of(doc_to_messages: Any, task: str) -> str:
     """The prompt setting of a request's task: its YAML's ``lmms_eval_specific_kwargs`` ``setting`` (``close``,
     ``open``, ``cot``), read from the task that ``doc_to_messages`` is a method of, else the task name. The
     artefacts of a document are shared by every task of one setting (a category's task and the whole setting's)."""
-    kwargs = getattr(getattr(doc_to_messages, "__self__", None), "lmms_eval_specific_kwargs", None)
+    method = inspect.unwrap(doc_to_messages)  # through the prefetcher's stand-in (lmms_spatial.prefetch)
+    kwargs = getattr(getattr(method, "__self__", None), "lmms_eval_specific_kwargs", None)
     setting = kwargs.get("setting") if isinstance(kwargs, Mapping) else None
     return str(setting) if setting else str(task)
 

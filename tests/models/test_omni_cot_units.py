@@ -345,6 +345,14 @@ def test_the_setting_of_a_request_is_its_task_s_yaml_setting_else_its_name(messa
     assert oc.setting_of(messages, task) == setting
 
 
+def test_the_setting_is_read_through_the_prefetcher_s_stand_in():
+    from lmms_spatial.prefetch import PrefetchedCall
+
+    # a run of ours prefetches documents: the request then holds the prefetcher's stand-in for the task's method
+    assert oc.setting_of(PrefetchedCall(CLOSE.doc_to_messages, []), "odi_bench_close_counting") == "close"
+    assert oc.setting_of(PrefetchedCall(to_messages, []), "odi_bench_open") == "odi_bench_open"
+
+
 def test_artifact_key_and_lookup_are_per_setting_and_document():
     assert oc.artifact_key({"id": "q7"}, "open") == "open:q7"
     assert oc.artifact_key({"question_id": 5}, "close") == "close:5"
