@@ -29,7 +29,7 @@ key is refused, so a typo is not silently ignored)::
           "model": "GPT-4o",                  # unique in the table
           "values": {"accuracy": 55.8},       # exactly the table's columns; null where the paper prints none
           "group": "...", "note": "...",      # optional: its section of the table, a note shown beside it
-          "known_as": ["gpt-4o-2024-05-13"]   # optional: the names a run of it may carry
+          "known_as": ["openai/gpt-4o"]       # optional: the names a run of it may carry
         }],
         "notes": ["..."],                     # optional: shown under the report's table
         "skipped": ["..."],                   # optional: rows not transcribed, each with the reason

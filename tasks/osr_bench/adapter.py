@@ -386,16 +386,6 @@ def process_results_qa_cogmap_negative_think(doc: dict, results: list) -> dict[s
     return _qa(doc, results, "think", "negative", with_map=True)
 
 
-_VARIANTS = {
-    "qa_standard_vanilla": ("vanilla", "standard", False),
-    "qa_standard_think": ("think", "standard", False),
-    "qa_negative_vanilla": ("vanilla", "negative", False),
-    "qa_negative_think": ("think", "negative", False),
-    "qa_cogmap_standard_vanilla": ("vanilla", "standard", True),
-    "qa_cogmap_standard_think": ("think", "standard", True),
-    "qa_cogmap_negative_vanilla": ("vanilla", "negative", True),
-    "qa_cogmap_negative_think": ("think", "negative", True),
-}
 PROCESSORS = {
     "qa_standard_vanilla": process_results_qa_standard_vanilla,
     "qa_standard_think": process_results_qa_standard_think,
@@ -410,9 +400,23 @@ PROCESSORS = {
 # LLM evaluator; the with-map questions follow the model's own cognitive map
 TASK_NEEDS = TaskNeeds(
     judge={
-        PROCESSORS[name].__name__: JUDGE_RUBRIC for name, (_, config, _) in _VARIANTS.items() if config == "negative"
+        scorer.__name__: JUDGE_RUBRIC
+        for scorer in (
+            process_results_qa_negative_vanilla,
+            process_results_qa_negative_think,
+            process_results_qa_cogmap_negative_vanilla,
+            process_results_qa_cogmap_negative_think,
+        )
     },
-    maps={PROCESSORS[name].__name__: COGMAP_STAGE for name, (_, _, with_map) in _VARIANTS.items() if with_map},
+    maps={
+        scorer.__name__: COGMAP_STAGE
+        for scorer in (
+            process_results_qa_cogmap_standard_vanilla,
+            process_results_qa_cogmap_standard_think,
+            process_results_qa_cogmap_negative_vanilla,
+            process_results_qa_cogmap_negative_think,
+        )
+    },
 )
 
 
