@@ -121,12 +121,13 @@ def _patch_deferred():
         apply_patches(module)
 
 
-_late: list[bool] = []
+# What install_late() found in this process: None before its first call, then whether it patched lmms-eval.
+_late_patched = None
 
 
 def late_installed():
     """Whether :func:`install_late` patched lmms-eval in this process."""
-    return bool(_late) and _late[0]
+    return bool(_late_patched)
 
 
 def install_late():
@@ -135,15 +136,15 @@ def install_late():
     ``lmms_spatial.data.loading.documents_of`` calls this), so that run gets every guarantee of a run of ours. Our
     task folder is not added to lmms-eval's task index (that is what the switch is for). Once per process;
     nothing when the hook did its work, or lmms-eval is not running."""
-    if _late:
+    global _late_patched
+    if _late_patched is not None:
         return
     evaluator = sys.modules.get("lmms_eval.evaluator")
     if evaluator is None:  # lmms-eval is not evaluating (a script that builds tasks): nothing to do yet
         return
-    if getattr(evaluator, "_lmms_spatial_patched", False):
-        _late.append(False)
+    _late_patched = not getattr(evaluator, "_lmms_spatial_patched", False)  # False: the hook did its work
+    if not _late_patched:
         return
-    _late.append(True)
     for name in PATCHES:
         module = sys.modules.get(name)
         if module is not None and name != "lmms_eval.tasks":

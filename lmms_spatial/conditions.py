@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
+from lmms_spatial.paths import task_benchmarks
+
 SCHEMA = 1
 KEY = "lmms_spatial"  # the results file's key
 LABEL_ARGS = ("pretrained", "model_version", "model")  # the model's own name, in this order
@@ -130,13 +132,6 @@ def seed_options() -> frozenset[str]:
 
 
 @cache
-def task_benchmarks() -> dict[str, str]:
-    """{task: the benchmark it belongs to}, for every task of ours (the data a run read is named per benchmark)."""
-    from lmms_spatial.paths import task_benchmarks as found
-
-    return found()
-
-
 # --- the values ---------------------------------------------------------------------------------------
 
 

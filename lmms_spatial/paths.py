@@ -43,9 +43,11 @@ def benchmark_keys() -> list[str]:
     return list(BENCHMARKS)
 
 
+@functools.cache
 def task_benchmarks() -> dict[str, str]:
     """{task name: benchmark key} for every ``task:`` YAML in every benchmark folder (read as text: the ``task:``
-    line at the top level of the file; groups are not tasks)."""
+    line at the top level of the file; groups are not tasks). Read once per process (the report asks per row);
+    callers only read the dict."""
     import re
 
     found: dict[str, str] = {}

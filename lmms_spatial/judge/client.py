@@ -521,7 +521,8 @@ def _endpoint(base_url: str | None) -> str:
 
 
 def forget_outage(base_url: str | None) -> None:
-    """Forget an outage seen at ``base_url`` (a new server there: :class:`~.testing.FakeJudgeServer`)."""
+    """Forget an outage seen at ``base_url``: another server listens there now (the tests' fake judge server,
+    ``tools.fake_judge``, calls this when it starts on a port an earlier one used)."""
     run_state.STATE.judges.outages.pop(_endpoint(base_url), None)
 
 

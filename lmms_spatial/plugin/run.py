@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_spatial import run_state
-from lmms_spatial.plugin import empty_tasks, failures, internal
+from lmms_spatial.plugin import empty_tasks, failures, internal, store_check
 from lmms_spatial.plugin.ours import is_yaml_file_of_ours, recognise
 from lmms_spatial.run_state import Call, Run
 
@@ -192,8 +192,14 @@ def _what_interruption_keeps(run: Run | None) -> str:
 
 
 def _count_kept(cache: Any, run: Run) -> None:
-    """The answers an interrupted run's store holds (read before it is closed)."""
+    """The answers an interrupted run keeps, counted before its store is closed. lmms-eval logs each answer (fsync'd)
+    before its store row is written, and Ctrl-C can fall between the two: the answers the run's own audit log holds
+    are put into the store first (what the same command would read back from the log anyway), so the count is what
+    the next run will not ask again, whenever the signal came."""
     try:
+        audit = getattr(cache, "audit_path", None)
+        if audit and os.path.isfile(audit) and store_check.replay_log(cache.db, Path(audit)):
+            cache.db.commit()
         run.notes.kept_answers = int(cache.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
     except Exception:  # no count: the line says "the answers so far"
         pass

@@ -1265,6 +1265,34 @@ def test_the_answers_the_store_will_serve_are_counted_per_task_with_the_time_eac
         store.close()
 
 
+def test_ctrl_c_between_an_answers_log_line_and_its_store_row_still_counts_it_kept(tmp_path, monkeypatch):
+    """lmms-eval logs each answer (fsync'd) before it writes the store row; a Ctrl-C between the two leaves the answer
+    in the log only. The same command reads it back from the log, so the interrupted run's line counts it."""
+    from lmms_spatial.plugin import run as run_module
+
+    monkeypatch.setattr(run_state.STATE, "runs", [])
+    store = _real_store(tmp_path)
+    stored = store._store
+
+    def interrupted_at_the_second(*args):
+        if store.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 1:
+            raise KeyboardInterrupt  # the second answer is in the log, not in the store
+        stored(*args)
+
+    monkeypatch.setattr(store, "_store", interrupted_at_the_second)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            store.execute(_Echo(), "generate_until", [_request(0), _request(1), _request(2)])
+        assert store.db.execute("SELECT doc_id FROM responses").fetchall() == [(0,)]
+        run = Run(["t"])
+        run_module._count_kept(store, run)
+        assert run.notes.kept_answers == 2  # doc 0 from the store, doc 1 from the log; doc 2 was never answered
+        assert store.db.execute("SELECT doc_id, response FROM responses ORDER BY doc_id").fetchall() == [
+            (0, json.dumps("A0")), (1, json.dumps("A1"))]  # fmt: skip
+    finally:
+        store.close()
+
+
 @needs_create
 def test_a_request_evening_out_the_ranks_is_neither_asked_nor_served(tmp_path, monkeypatch):
     """Data parallel: lmms-eval pads a rank with fewer requests with copies of its last one (never scored)."""
