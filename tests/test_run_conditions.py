@@ -143,10 +143,15 @@ def test_documents_count_against_the_splits_size_and_the_limit_is_kept_as_given(
 
 @pytest.mark.parametrize(
     ("offset", "limit_counts", "documents"),
-    [(0, {"original": 12, "effective": 3}, 3), (10, {"original": 12, "effective": 3}, 2),
-     (1, {"original": 12, "effective": 12}, 11), (9, {"original": 12, "effective": 3}, 3),
-     (20, {"original": 12, "effective": 12}, 0), (None, {"original": 12, "effective": 12}, 12),
-     (2, {"effective": 5}, 5)],  # fmt: skip
+    [
+        (0, {"original": 12, "effective": 3}, 3),
+        (10, {"original": 12, "effective": 3}, 2),
+        (1, {"original": 12, "effective": 12}, 11),
+        (9, {"original": 12, "effective": 3}, 3),
+        (20, {"original": 12, "effective": 12}, 0),
+        (None, {"original": 12, "effective": 12}, 12),
+        (2, {"effective": 5}, 5),
+    ],  # fmt: skip
 )
 def test_documents_are_those_evaluated_after_the_offset(offset, limit_counts, documents):
     results = _results(mmsi_vanilla={"accuracy,none": 0.5})
@@ -159,8 +164,11 @@ def test_each_of_our_tasks_config_names_the_data_the_run_read():
 
     hub = DataRecord("RunsenXu/MMSI-Bench", False, "abc123", "f1")
     placeholder = {"dataset_path": "json", "dataset_kwargs": {"data_files": "placeholder.jsonl"}}
-    configs = {"mmsi_vanilla": {**placeholder, "metadata": {"version": 1.0}},
-               "osr_qa_standard_vanilla": {**placeholder}, "mme": {"dataset_path": "lmms-lab/MME"}}
+    configs = {
+        "mmsi_vanilla": {**placeholder, "metadata": {"version": 1.0}},
+        "osr_qa_standard_vanilla": {**placeholder},
+        "mme": {"dataset_path": "lmms-lab/MME"},
+    }
     results = {"configs": configs}
     osr = DeclaredTask("osr_bench")
     local = DataRecord("/d/osr", True)

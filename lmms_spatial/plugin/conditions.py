@@ -463,8 +463,9 @@ def add_what_answered(value: RunConditions, results: Mapping[str, Any], notes: R
         value.model.seed = notes.model_seed
         for entry in value.tasks.values():
             entry.seed = notes.model_seed
-    value.model.sampling_seed = None if notes.own_seed_only else sampling_seed(results.get("config") or {},
-                                                                               notes.generation)
+    value.model.sampling_seed = (
+        None if notes.own_seed_only else sampling_seed(results.get("config") or {}, notes.generation)
+    )
     value.store = (
         StoreRecord(store.get("root"), store.get("answers"), store.get("asked"), list(store.get("from") or []))
         if store

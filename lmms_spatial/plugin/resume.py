@@ -116,8 +116,11 @@ def keep_answers(bound: Any, run: Any) -> Any:
     if given is not None:
         asked = arguments.get("use_cache") or getattr(cli_args, "use_cache", None)
         where = getattr(given, "_cache_root", None) or asked or ""  # the folder lmms-eval 0.7.1+ keeps it in
-        how = "--use_cache" if not asked or os.path.abspath(str(asked)) == os.path.abspath(str(where)) else \
-            f"--use_cache {asked}: lmms-eval keeps cache.db and runs/ in that file's folder"
+        how = (
+            "--use_cache"
+            if not asked or os.path.abspath(str(asked)) == os.path.abspath(str(where))
+            else f"--use_cache {asked}: lmms-eval keeps cache.db and runs/ in that file's folder"
+        )
         _announce(run, str(where), how)
         return None
     model = arguments.get("model", getattr(cli_args, "model", None))

@@ -100,13 +100,18 @@ def _run_cli(args: list[str], env: dict[str, str], cwd: Path) -> forkserver.Done
 
 def test_a_config_file_lmms_eval_would_misread_is_refused_naming_each_key(offline_env, tmp_path):
     config = tmp_path / "runs.yaml"
-    run = {"model": "random_choice", "tasks": [TASK, "dori_view_parallelism_coarse"], "seed": 42,
-           "output_path": str(tmp_path / "out"), "log_samples": True}
+    run = {
+        "model": "random_choice",
+        "tasks": [TASK, "dori_view_parallelism_coarse"],
+        "seed": 42,
+        "output_path": str(tmp_path / "out"),
+        "log_samples": True,
+    }
     config.write_text(yaml.safe_dump(run))
     done = _run_cli(["--config", str(config)], offline_env, tmp_path)
     assert done.returncode == 1
     assert _lines(done.stderr) == [
-        f'lmms-spatial: tasks: in --config {config} is a YAML list; lmms-eval reads a comma-separated string (it calls '
+        f"lmms-spatial: tasks: in --config {config} is a YAML list; lmms-eval reads a comma-separated string (it calls "
         f'.split on it): write tasks: "{TASK},dori_view_parallelism_coarse"',
         f"lmms-spatial: seed: 42 in --config {config} is not the four seeds lmms-eval indexes (python's random, numpy, "
         "torch, few-shot sampling): write seed: [0, 1234, 1234, 1234] (or drop it for those defaults)",

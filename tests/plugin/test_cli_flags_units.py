@@ -31,7 +31,7 @@ def test_a_run_names_ours_by_a_task_group_or_tag_in_a_string_or_a_list():
 def test_a_config_file_list_of_tasks_and_a_single_seed_are_named_with_what_to_write():
     args = _args(config="runs.yaml", tasks=["mmsi_vanilla", " dori "], seed=42)
     assert cli.config_mistakes(args) == [
-        'tasks: in --config runs.yaml is a YAML list; lmms-eval reads a comma-separated string (it calls .split on '
+        "tasks: in --config runs.yaml is a YAML list; lmms-eval reads a comma-separated string (it calls .split on "
         'it): write tasks: "mmsi_vanilla,dori"',
         "seed: 42 in --config runs.yaml is not the four seeds lmms-eval indexes (python's random, numpy, torch, "
         "few-shot sampling): write seed: [0, 1234, 1234, 1234] (or drop it for those defaults)",
@@ -64,8 +64,14 @@ def test_each_flag_that_cannot_give_the_papers_protocol_is_one_line(given, start
 
 @pytest.mark.parametrize(
     "given",
-    [{"num_fewshot": 0}, {"cache_requests": "refresh"}, {"cache_requests": "delete"}, {"repeats": 1},
-     {"system_instruction": ""}, {"launcher_args": ""}],  # fmt: skip
+    [
+        {"num_fewshot": 0},
+        {"cache_requests": "refresh"},
+        {"cache_requests": "delete"},
+        {"repeats": 1},
+        {"system_instruction": ""},
+        {"launcher_args": ""},
+    ],  # fmt: skip
 )
 def test_the_values_that_change_nothing_pass(given):
     assert cli.flag_mistakes(_args(**given)) == []
@@ -126,7 +132,8 @@ def test_the_push_command_names_the_repository_lmms_eval_would_have_pushed_to():
     tracker = types.SimpleNamespace(public_repo=False, results_repo="me/r", results_repo_private="me/r-private",
                                     general_config_tracker=types.SimpleNamespace(model_name="qwen"))  # fmt: skip
     assert cli.push_command(tracker, "/o/20261128_results.json") == (
-        "hf upload me/r-private /o/20261128_results.json qwen/20261128_results.json --repo-type dataset --private")
+        "hf upload me/r-private /o/20261128_results.json qwen/20261128_results.json --repo-type dataset --private"
+    )
     tracker.public_repo, tracker.general_config_tracker.model_name = True, ""
     assert cli.push_command(tracker, "/o/x_results.json") == "hf upload me/r /o/x_results.json x_results.json " \
                                                              "--repo-type dataset"  # fmt: skip

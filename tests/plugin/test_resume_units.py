@@ -1519,8 +1519,9 @@ def test_the_response_cache_is_patched_once_each_function_by_one_wrapper(monkeyp
     sampled = types.SimpleNamespace(args=("q", {"do_sample": True}), request_type="generate_until", metadata={})
     kept = module.extract_gen_kwargs(sampled)
     assert kept == {"do_sample": True, sampling.KEY: {"seed": "torch=3", "draw": 0}}
-    assert module.is_deterministic("generate_until", kept) and not module.is_deterministic("generate_until",
-                                                                                          {"do_sample": True})
+    assert module.is_deterministic("generate_until", kept) and not module.is_deterministic(
+        "generate_until", {"do_sample": True}
+    )
     assert module._resolve_cache_run_id(1) == "none"  # one process: lmms-eval's own id
     # patched again (lmms-eval imported twice, a test's reload): nothing is wrapped twice
     again = {name: getattr(module, name) for name in ("extract_gen_kwargs", "is_deterministic",
@@ -1553,4 +1554,3 @@ def test_the_backend_is_the_calls_else_accelerate(monkeypatch):
     assert resume._backend() == "torchrun"
     monkeypatch.setattr(run_state.STATE, "calls", [Call({"distributed_executor_backend": None})])
     assert resume._backend() == "accelerate"
-

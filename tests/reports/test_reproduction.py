@@ -33,11 +33,19 @@ ODI_ROWS = [{"model": m} for m in ("GPT-4o", "Blind GPT-4o", "InternVL2.5-8B", "
 
 @pytest.mark.parametrize(
     ("name", "read"),
-    [("Qwen/Qwen2.5-VL-72B-Instruct", "qwen2-5-vl-72b"), ("OpenGVLab/InternVL2_5-8B", "internvl2-5-8b"),
-     ("gpt-4o-2024-08-06", "gpt-4o"), ("claude-3-5-sonnet-20240620", "claude-3-5-sonnet"),
-     ("Qwen2.5-3B-Inst.", "qwen2-5-3b"), ("MiniCPM-V 4.0", "minicpm-v-4-0"), ("DS-7B-Chat", "ds-7b-chat"),
-     ("/ckpts/org/Qwen2.5-VL-72B-Instruct", "qwen2-5-vl-72b"), ("XComposer2", "xcomposer2"), ("_x_", "x"),
-     ("", "")],  # fmt: skip
+    [
+        ("Qwen/Qwen2.5-VL-72B-Instruct", "qwen2-5-vl-72b"),
+        ("OpenGVLab/InternVL2_5-8B", "internvl2-5-8b"),
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("claude-3-5-sonnet-20240620", "claude-3-5-sonnet"),
+        ("Qwen2.5-3B-Inst.", "qwen2-5-3b"),
+        ("MiniCPM-V 4.0", "minicpm-v-4-0"),
+        ("DS-7B-Chat", "ds-7b-chat"),
+        ("/ckpts/org/Qwen2.5-VL-72B-Instruct", "qwen2-5-vl-72b"),
+        ("XComposer2", "xcomposer2"),
+        ("_x_", "x"),
+        ("", ""),
+    ],  # fmt: skip
 )
 def test_a_name_is_read_without_its_organisation_case_separators_instruct_suffix_or_snapshot_date(name, read):
     assert normalise(name) == read
@@ -66,8 +74,9 @@ def test_the_verdict_counts_the_columns_inside_names_those_outside_and_says_what
         Comparison("Avg.", 50.0, 49.0, 1.0, True, "≤2.5"), Comparison("MSR", 40.0, 30.0, 10.0, False, ">5"),
         Comparison("Mot.", 20.0, 16.0, 4.0, False, "≤5"), Comparison("dist.", 9.0, 8.0, 1.0, None, None),
     ]  # fmt: skip
-    assert verdict("m (20/40)", "M", "P Table 1", comparisons, ["gen max_new_tokens=16", "rule-based judge"],
-                   "20 of 40 documents") == (  # fmt: skip
+    assert verdict(
+        "m (20/40)", "M", "P Table 1", comparisons, ["gen max_new_tokens=16", "rule-based judge"], "20 of 40 documents"
+    ) == (  # fmt: skip
         "reproduction: m (20/40) against the published row M (P Table 1): the published value lies inside the run's "
         "95% interval in 1 of 3 columns (outside: MSR, Mot.); EASI's grades of |Δ| in points (blind to sample size "
         "and protocol): ≤2.5 in 1, ≤5 in 1, >5 in 1; what differed from the paper's protocol: gen max_new_tokens=16; "
@@ -116,8 +125,17 @@ def test_pooled_seeds_give_mean_plus_minus_1_96_standard_errors_and_a_ci_wins_ov
 
 @pytest.mark.parametrize(
     ("delta", "scale", "grade"),
-    [(2.5, 100, "≤2.5"), (-2.5, 100, "≤2.5"), (2.51, 100, "≤5"), (5.0, 100, "≤5"), (-5.01, 100, ">5"),
-     (0.025, 1, "≤2.5"), (0.03, 1, "≤5"), (0.051, 1, ">5"), (math.nan, 100, None)],  # fmt: skip
+    [
+        (2.5, 100, "≤2.5"),
+        (-2.5, 100, "≤2.5"),
+        (2.51, 100, "≤5"),
+        (5.0, 100, "≤5"),
+        (-5.01, 100, ">5"),
+        (0.025, 1, "≤2.5"),
+        (0.03, 1, "≤5"),
+        (0.051, 1, ">5"),
+        (math.nan, 100, None),
+    ],  # fmt: skip
 )
 def test_easis_grade_is_by_absolute_delta_in_points_of_a_percentage(delta, scale, grade):
     assert easi_grade(delta, scale) == grade
@@ -165,8 +183,11 @@ def test_a_model_without_a_published_row_gets_none(tmp_path):
 
 def test_a_partial_run_off_the_protocol_says_so_in_its_verdict(tmp_path):
     scores = {t: s[:2] for t, s in odi_scores(0).items()}
-    options = {"LMMS_SPATIAL_ODI_MAX_PIXELS": "1003520", "LMMS_SPATIAL_ODI_PROMPT": "v2",
-               "LMMS_SPATIAL_DORI_SEED": "42"}
+    options = {
+        "LMMS_SPATIAL_ODI_MAX_PIXELS": "1003520",
+        "LMMS_SPATIAL_ODI_PROMPT": "v2",
+        "LMMS_SPATIAL_DORI_SEED": "42",
+    }
     write_run(tmp_path / "q", STAMP, QWEN72, scores, None, options, model="qwen2_5_vl", of=4, limit=2)
     table = {t.key: t for t in build_tables(load_runs([tmp_path / "q"]))}["odi_bench_close"]
     [note] = [n for n in table.notes if n.startswith("reproduction:")]
@@ -218,7 +239,7 @@ def test_every_format_shows_the_delta_row_and_the_latex_compiles(tmp_path):
     words = "in CI" if delta.inside else "outside CI"
     assert f"| *Δ vs Qwen2.5-VL-72B (published)* | {delta.value:+.1f} ({words}, ❌ >5) |" in md
     assert render.DELTA_LEGEND in md
-    assert f"mmsi,Δ vs Qwen2.5-VL-72B (published),delta,Avg.,{delta.value:.6g},,,,1,\"{words}, EASI >5\"" in csv
+    assert f'mmsi,Δ vs Qwen2.5-VL-72B (published),delta,Avg.,{delta.value:.6g},,,,1,"{words}, EASI >5"' in csv
     cell = f"{delta.value:+.1f}\\\\{{\\scriptsize {words}, EASI \\textgreater{{}}5}}"
     assert f"\\textit{{$\\Delta$ vs Qwen2.5-VL-72B (published)}} & \\begin{{tabular}}[t]{{@{{}}r@{{}}}}{cell}" in tex
 

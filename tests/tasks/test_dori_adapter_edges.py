@@ -210,4 +210,3 @@ def test_each_question_type_s_process_docs_keeps_its_own_task_and_granularity(mo
     monkeypatch.setattr(adapter, "docs_for", lambda t, g: lambda dataset: (t, g, dataset))
     dataset = object()
     assert getattr(adapter, f"docs_{task}_{granularity}")(dataset) == (task, granularity, dataset)
-

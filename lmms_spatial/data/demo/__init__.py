@@ -40,6 +40,7 @@ def _discover_demo_modules() -> dict[str, tuple[Callable[..., Path], list[str]]]
 # written into every folder build_fixture builds: the rows there are synthetic (lmms-spatial export reads it)
 FIXTURE_MARKER = ".lmms_spatial_fixture.json"
 
+
 @functools.cache
 def demo_benchmarks() -> dict[str, tuple[Callable[..., Path], list[str]]]:
     """benchmark key -> (builder(out_dir, n) -> parquet path, tasks the demo runs)."""
