@@ -69,10 +69,16 @@ def logged() -> Iterator[Callable[[str], list[str]]]:
 
 
 @pytest.fixture(scope="session")
-def shared_dir(tmp_path_factory) -> Path:
-    """A folder shared by every xdist worker of this run (the run's base temp folder without xdist)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+def shared_dir(tmp_path_factory, request) -> Path:
+    """A folder shared by every xdist worker of this run (the run's base temp folder without xdist). A worker is
+    told by xdist's ``workerinput``, not by ``PYTEST_XDIST_WORKER``: a pytest a test starts inherits that variable,
+    and took the parent of its own base folder, ``pytest-of-<user>``, shared by every run (stale fixtures kept)."""
+    return shared_folder(tmp_path_factory.getbasetemp(), request.config)
+
+
+def shared_folder(base: Path, config) -> Path:
+    """:func:`shared_dir` of a run whose base temp folder is ``base`` (an xdist worker's is ``<run>/popen-gwN``)."""
+    return base.parent if hasattr(config, "workerinput") else base
 
 
 def build_once(shared: Path, name: str, build: Callable[[Path], object]) -> Path:
