@@ -37,6 +37,7 @@ if str(TESTS_DIR) not in sys.path:  # tests/ is not a package: tiny_models.py si
     sys.path.insert(0, str(TESTS_DIR))
 
 import forkserver  # noqa: E402  (tests/forkserver.py: the pre-warmed start of the CLI runs below)
+from run_folders import shared_folder  # noqa: E402
 
 
 def pytest_unconfigure(config) -> None:
@@ -74,11 +75,6 @@ def shared_dir(tmp_path_factory, request) -> Path:
     told by xdist's ``workerinput``, not by ``PYTEST_XDIST_WORKER``: a pytest a test starts inherits that variable,
     and took the parent of its own base folder, ``pytest-of-<user>``, shared by every run (stale fixtures kept)."""
     return shared_folder(tmp_path_factory.getbasetemp(), request.config)
-
-
-def shared_folder(base: Path, config) -> Path:
-    """:func:`shared_dir` of a run whose base temp folder is ``base`` (an xdist worker's is ``<run>/popen-gwN``)."""
-    return base.parent if hasattr(config, "workerinput") else base
 
 
 def build_once(shared: Path, name: str, build: Callable[[Path], object]) -> Path:

@@ -1,11 +1,11 @@
-"""The folder the suite's workers share: one run's, never every run's (tests/conftest.py ``shared_dir``)."""
+"""The folder the workers of one run share, never every run's (tests/run_folders.py; conftest's ``shared_dir``)."""
 
 from __future__ import annotations
 
 import types
 from pathlib import Path
 
-from conftest import shared_folder
+from run_folders import shared_folder
 
 
 def test_an_xdist_worker_shares_its_runs_folder():
