@@ -131,7 +131,6 @@ def seed_options() -> frozenset[str]:
     return frozenset(option for bench in BENCHMARKS.values() for option in bench.seed_options)
 
 
-@cache
 # --- the values ---------------------------------------------------------------------------------------
 
 

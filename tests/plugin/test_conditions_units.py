@@ -48,6 +48,8 @@ def test_the_label_is_pretrained_then_model_version_then_model_else_the_model_na
 
 def test_a_count_is_a_whole_or_float_number_never_a_bool_nan_or_text():
     assert [c.int_or_none(v) for v in (3, 3.0, 2.7, True, math.nan, "3", None)] == [3, 3, 2, None, None, None, None]
+    # each value on its own: True after 1 (equal as keys) is still no count, and a list is no count, not an error
+    assert [c.int_or_none(v) for v in (1, True, 0, False, [1])] == [1, None, 0, None, None]
     assert [c.text_or_none(v) for v in (None, 5, "x")] == [None, "5", "x"]
 
 
