@@ -40,6 +40,11 @@ PATCHES = {
 }
 
 
+# module -> the lmms-eval module whose import of it is deferred to its first use (lmms_spatial.plugin.deferred_imports:
+# `import evaluate`, for one fallback of lmms_eval.api.registry, is half of `import lmms_eval.__main__`)
+DEFERRED = {"evaluate": "lmms_eval.api.registry"}
+
+
 def _disabled():
     return os.environ.get(DISABLE_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -90,6 +95,8 @@ class _LmmsEvalFinder:
     def find_spec(self, fullname, path, target=None):
         if _deferred:
             _patch_deferred()
+        if fullname in DEFERRED:
+            return _deferred_spec(self, fullname, path, target)
         if fullname not in PATCHES:
             return None
         for finder in sys.meta_path:
@@ -104,6 +111,20 @@ class _LmmsEvalFinder:
 
     def invalidate_caches(self):
         pass
+
+
+def _deferred_spec(finder, fullname, path, target):
+    """A deferred module's spec when the lmms-eval module of :data:`DEFERRED` is importing it, else None."""
+    importer = sys.modules.get(DEFERRED[fullname])
+    if importer is None or not _initializing(importer):
+        return None
+    try:
+        from lmms_spatial.plugin.deferred_imports import deferred_spec
+
+        return deferred_spec(fullname, path, target, [f for f in sys.meta_path if f is not finder])
+    except Exception as exc:  # never break the import: it goes on as usual
+        print(f"lmms-spatial: import of {fullname} not deferred: {exc}", file=sys.stderr)
+        return None
 
 
 # Modules of PATCHES that were still executing when the hook was installed late (see install()).

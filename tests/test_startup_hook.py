@@ -29,6 +29,8 @@ def test_interpreter_start_does_not_import_lmms_eval(offline_env):
 INDEX = (
     "from lmms_eval.tasks import TaskManager; print('mmsi_vanilla' in TaskManager(include_defaults=False).all_tasks)"
 )
+# what lmms-eval's registry imported as `evaluate`, and whether transformers' pipelines came with it
+EVALUATE = "import sys; print(type(sys.modules['evaluate']).__name__, 'transformers.pipelines' in sys.modules)"
 
 
 def _python_m(code: str, env: dict[str, str], folder: Path) -> str:
@@ -41,11 +43,14 @@ def _python_m(code: str, env: dict[str, str], folder: Path) -> str:
 
 
 def test_task_manager_indexes_our_tasks_without_include_path(offline_env, tmp_path):
-    assert _python_m(INDEX, offline_env, tmp_path) == "True"
+    # and lmms-eval's `import evaluate` waits for a use (lmms_spatial/plugin/deferred_imports.py), which indexing
+    # our tasks is not
+    assert _python_m(f"{INDEX}\n{EVALUATE}", offline_env, tmp_path).splitlines() == ["True", "DeferredModule False"]
 
 
 def test_the_hook_can_be_switched_off(offline_env):
-    assert _python(INDEX, {**offline_env, "LMMS_SPATIAL_DISABLE_HOOK": "1"}) == "False"  # a fresh interpreter
+    off = {**offline_env, "LMMS_SPATIAL_DISABLE_HOOK": "1"}
+    assert _python(f"{INDEX}\n{EVALUATE}", off).splitlines() == ["False", "module True"]  # a fresh interpreter
 
 
 def _fake_tasks_module():
