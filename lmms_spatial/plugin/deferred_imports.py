@@ -58,16 +58,20 @@ class _DeferredLoader:
 
     def run(self, module: DeferredModule) -> None:
         """The real module's code, into ``module`` (under the lock); a plain module afterwards. Code that raised
-        is not run again: each use after it raises as the first did."""
+        is not run again: each use after it raises as the first did. A Ctrl-C (or ``SystemExit``) while it runs is
+        raised as itself, and the next use runs the code again."""
         name = module.__name__
         if self.error is None:
             ours = module.__spec__, module.__loader__
             try:
                 module.__spec__, module.__loader__ = self.real, self.real.loader
                 self.real.loader.exec_module(module)
-            except BaseException as error:
+            except Exception as error:
                 self.error = error
                 module.__spec__, module.__loader__ = ours
+            except BaseException:
+                module.__spec__, module.__loader__ = ours
+                raise
             else:
                 module.__class__ = types.ModuleType
                 return

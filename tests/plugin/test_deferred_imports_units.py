@@ -97,6 +97,15 @@ def test_a_package_that_cannot_be_imported_fails_at_each_use_naming_its_error_an
     assert getattr(module, "load", None) is None  # code that probes a module with a default goes on
 
 
+def test_a_ctrl_c_while_its_code_runs_is_raised_as_itself_and_the_next_use_runs_it_again(package):
+    make, runs = package
+    module = make("interrupted_pkg", "if len(sys.deferred_import_runs) == 1:\n    raise KeyboardInterrupt\nVALUE = 3\n")
+    with pytest.raises(KeyboardInterrupt):
+        _ = module.VALUE
+    assert type(module) is DeferredModule
+    assert module.VALUE == 3 and runs == ["interrupted_pkg", "interrupted_pkg"]
+
+
 def test_two_threads_using_it_at_once_run_its_code_once_and_both_see_it(package):
     make, runs = package
     gate = threading.Event()
