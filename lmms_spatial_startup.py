@@ -90,41 +90,48 @@ class _PatchingLoader:
 
 
 class _LmmsEvalFinder:
-    """A ``sys.meta_path`` finder that answers only for the modules in :data:`PATCHES`."""
+    """A ``sys.meta_path`` finder that answers only for the modules in :data:`PATCHES` and :data:`DEFERRED`."""
 
     def find_spec(self, fullname, path, target=None):
         if _deferred:
             _patch_deferred()
         if fullname in DEFERRED:
-            return _deferred_spec(self, fullname, path, target)
+            return self._deferred_spec(fullname, path, target)
         if fullname not in PATCHES:
             return None
+        spec = self._real_spec(fullname, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _PatchingLoader(spec.loader)
+        return spec
+
+    def _real_spec(self, fullname, path, target):
+        """The spec the other finders of ``sys.meta_path`` give, the first found (None: none)."""
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _PatchingLoader(spec.loader)
                 return spec
         return None
 
+    def _deferred_spec(self, fullname, path, target):
+        """A deferred module's spec when the lmms-eval module of :data:`DEFERRED` is importing it, else None."""
+        importer = sys.modules.get(DEFERRED[fullname])
+        if importer is None or not _initializing(importer):
+            return None
+        real = self._real_spec(fullname, path, target)
+        if real is None:  # not installed: the import fails as usual
+            return None
+        try:
+            from lmms_spatial.plugin.deferred_imports import deferred_spec
+
+            return deferred_spec(real) or real  # None: a loader that cannot run it later, imported now
+        except Exception as exc:  # never break the import: it goes on as usual
+            print(f"lmms-spatial: import of {fullname} not deferred: {exc}", file=sys.stderr)
+            return real
+
     def invalidate_caches(self):
         pass
-
-
-def _deferred_spec(finder, fullname, path, target):
-    """A deferred module's spec when the lmms-eval module of :data:`DEFERRED` is importing it, else None."""
-    importer = sys.modules.get(DEFERRED[fullname])
-    if importer is None or not _initializing(importer):
-        return None
-    try:
-        from lmms_spatial.plugin.deferred_imports import deferred_spec
-
-        return deferred_spec(fullname, path, target, [f for f in sys.meta_path if f is not finder])
-    except Exception as exc:  # never break the import: it goes on as usual
-        print(f"lmms-spatial: import of {fullname} not deferred: {exc}", file=sys.stderr)
-        return None
 
 
 # Modules of PATCHES that were still executing when the hook was installed late (see install()).

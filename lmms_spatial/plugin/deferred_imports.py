@@ -80,17 +80,11 @@ class _DeferredLoader:
         ) from self.error
 
 
-def deferred_spec(fullname: str, path, target, finders) -> ModuleSpec | None:
-    """The spec of a :class:`DeferredModule` for ``fullname``, found by ``finders`` (the other ``sys.meta_path``
-    finders); ``None`` (the import goes on as usual) where they find none, or no loader that can run it later."""
-    for finder in finders:
-        find = getattr(finder, "find_spec", None)
-        real = find(fullname, path, target) if find is not None else None
-        if real is None:
-            continue
-        if real.loader is None or not hasattr(real.loader, "exec_module"):  # a namespace package, an old loader
-            return None
-        spec = copy.copy(real)  # the real name, origin, package path and cached file: set on the module as usual
-        spec.loader = _DeferredLoader(real)
-        return spec
-    return None
+def deferred_spec(real: ModuleSpec) -> ModuleSpec | None:
+    """The spec of a :class:`DeferredModule` that runs ``real``'s code at its first use; ``None`` (the import goes on
+    as usual) where ``real`` has no loader that can run it later (a namespace package, an old loader)."""
+    if real.loader is None or not hasattr(real.loader, "exec_module"):
+        return None
+    spec = copy.copy(real)  # the real name, origin, package path and cached file: set on the module as usual
+    spec.loader = _DeferredLoader(real)
+    return spec

@@ -35,7 +35,7 @@ def package(tmp_path, monkeypatch):
         (folder / "__init__.py").write_text(f"import sys\nsys.deferred_import_runs.append(__name__)\n{init}")
         if sub:
             (folder / "sub.py").write_text(sub)
-        spec = deferred_spec(name, None, None, [PathFinder])
+        spec = deferred_spec(PathFinder.find_spec(name))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         made.append(name)
@@ -127,8 +127,13 @@ def test_two_threads_using_it_at_once_run_its_code_once_and_both_see_it(package)
     assert seen == [7, 7] and runs == ["slow_pkg"]
 
 
-def test_a_module_no_finder_finds_is_not_deferred():
-    assert deferred_spec("no_such_module_anywhere_xyz", None, None, [PathFinder]) is None
+def test_a_module_no_finder_finds_is_not_deferred(monkeypatch):
+    registry = types.ModuleType("lmms_eval.api.registry")
+    registry.__spec__ = importlib.util.spec_from_loader("lmms_eval.api.registry", loader=None)
+    registry.__spec__._initializing = True
+    monkeypatch.setitem(sys.modules, "lmms_eval.api.registry", registry)
+    monkeypatch.setitem(lmms_spatial_startup.DEFERRED, "no_such_module_anywhere_xyz", "lmms_eval.api.registry")
+    assert lmms_spatial_startup._LmmsEvalFinder().find_spec("no_such_module_anywhere_xyz", None) is None
 
 
 def test_the_hook_defers_evaluate_only_while_lmms_evals_registry_is_importing_it(monkeypatch):
