@@ -151,7 +151,7 @@ def test_documents_count_against_the_splits_size_and_the_limit_is_kept_as_given(
         (20, {"original": 12, "effective": 12}, 0),
         (None, {"original": 12, "effective": 12}, 12),
         (2, {"effective": 5}, 5),
-    ],  # fmt: skip
+    ],
 )
 def test_documents_are_those_evaluated_after_the_offset(offset, limit_counts, documents):
     results = _results(mmsi_vanilla={"accuracy,none": 0.5})

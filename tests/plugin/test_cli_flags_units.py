@@ -71,7 +71,7 @@ def test_each_flag_that_cannot_give_the_papers_protocol_is_one_line(given, start
         {"repeats": 1},
         {"system_instruction": ""},
         {"launcher_args": ""},
-    ],  # fmt: skip
+    ],
 )
 def test_the_values_that_change_nothing_pass(given):
     assert cli.flag_mistakes(_args(**given)) == []

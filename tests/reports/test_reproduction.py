@@ -45,7 +45,7 @@ ODI_ROWS = [{"model": m} for m in ("GPT-4o", "Blind GPT-4o", "InternVL2.5-8B", "
         ("XComposer2", "xcomposer2"),
         ("_x_", "x"),
         ("", ""),
-    ],  # fmt: skip
+    ],
 )
 def test_a_name_is_read_without_its_organisation_case_separators_instruct_suffix_or_snapshot_date(name, read):
     assert normalise(name) == read
@@ -76,7 +76,7 @@ def test_the_verdict_counts_the_columns_inside_names_those_outside_and_says_what
     ]  # fmt: skip
     assert verdict(
         "m (20/40)", "M", "P Table 1", comparisons, ["gen max_new_tokens=16", "rule-based judge"], "20 of 40 documents"
-    ) == (  # fmt: skip
+    ) == (
         "reproduction: m (20/40) against the published row M (P Table 1): the published value lies inside the run's "
         "95% interval in 1 of 3 columns (outside: MSR, Mot.); EASI's grades of |Δ| in points (blind to sample size "
         "and protocol): ≤2.5 in 1, ≤5 in 1, >5 in 1; what differed from the paper's protocol: gen max_new_tokens=16; "
@@ -135,7 +135,7 @@ def test_pooled_seeds_give_mean_plus_minus_1_96_standard_errors_and_a_ci_wins_ov
         (0.03, 1, "≤5"),
         (0.051, 1, ">5"),
         (math.nan, 100, None),
-    ],  # fmt: skip
+    ],
 )
 def test_easis_grade_is_by_absolute_delta_in_points_of_a_percentage(delta, scale, grade):
     assert easi_grade(delta, scale) == grade
