@@ -386,7 +386,7 @@ def run_lmms_eval(args: list[str], env: dict[str, str], out: Path, expect_result
 
     lmms-eval 0.7.3 exits 0 even when a task is missing or evaluation raises. The run is a fork of this
     worker's pre-warmed process (:mod:`forkserver`: torch already imported, the rest as a new process
-    does), or a real subprocess when ``real`` (each benchmark keeps one) or when the fork would differ.
+    does), or a real subprocess when ``real`` (one run of all five benchmarks) or when the fork would differ.
     """
     cmd = [*args, "--output_path", str(out), "--log_samples"]
     before = _files_with_times(out)  # several runs may write into one folder: this run's files are those it wrote

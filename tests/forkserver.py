@@ -17,10 +17,11 @@ What stays a real process (:func:`run_module` starts one):
   set of their values (at most three per worker), started under them;
 - every run when ``LMMS_SPATIAL_TEST_FORK=0`` is set for pytest, or when the zygote is unsafe to fork (a
   thread started by the preload other than numpy's OpenBLAS pool, which is fork-safe);
-- the runs a test asks to be real (``real=True``): each benchmark keeps one real subprocess run, and
-  tests of start-up, ``accelerate launch`` or a dropped capability start their own processes anyway. A run a test
-  interrupts or kills midway is started in the background (:func:`start`): a fork where a new process would be
-  the same run, the child of a watcher that records its exit status, signalled by its own pid.
+- the runs a test asks to be real (``real=True``): one run of all five benchmarks
+  (``tests/e2e/test_whole_runs_cli.py``), and tests of start-up, ``accelerate launch`` or a dropped capability
+  start their own processes anyway. A run a test interrupts or kills midway is started in the background
+  (:func:`start`): a fork where a new process would be the same run, the child of a watcher that records its exit
+  status, signalled by its own pid.
 
 Nothing from Hugging Face (``huggingface_hub``, ``datasets``, ``transformers``, ``evaluate``), lmms-eval
 or lmms-spatial is imported in that *plain* zygote: they read ``HF_HOME``, ``HF_HUB_OFFLINE``, ``HF_ENDPOINT``

@@ -99,8 +99,7 @@ def seeded_run(lmms_eval_into, tmp_path_factory):
     """``random_choice seed=0`` on the ``dori_unstructured`` group with option seed 42, run once."""
     args = ["--model", "random_choice", "--model_args", "seed=0", "--tasks", "dori_unstructured"]
     out = tmp_path_factory.mktemp("dori_seeded") / "run"
-    # real=True: DORI's one run as a real `python -m lmms_eval` process (the others fork: tests/forkserver.py)
-    return lmms_eval_into(out, *args, env={"LMMS_SPATIAL_DORI_SEED": "42"}, real=True)
+    return lmms_eval_into(out, *args, env={"LMMS_SPATIAL_DORI_SEED": "42"})
 
 
 def test_seeded_run_scores_exactly_the_guesses_and_option_orders_the_seeding_rules_give(seeded_run, dori_docs):

@@ -44,10 +44,7 @@ def _wrong(doc):
 
 
 def test_random_choice_gives_seeded_task_accuracies_and_the_groups_give_pacc_racc_overall(lmms_eval, docs_by_task):
-    # real=True: MMPerspective's one run as a real `python -m lmms_eval` process (others fork: tests/forkserver.py)
-    run = lmms_eval(
-        "--model", "random_choice", "--model_args", "seed=8", "--tasks", "mmperspective,mmperspective_cot", real=True
-    )
+    run = lmms_eval("--model", "random_choice", "--model_args", "seed=8", "--tasks", "mmperspective,mmperspective_cot")
     results = run.results["results"]
     for prefix in ("mmperspective", "mmperspective_cot"):
         accuracy = {}

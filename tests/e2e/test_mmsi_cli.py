@@ -29,8 +29,7 @@ def _samples_file(path, task, responses):
 def random_run(lmms_eval_into, tmp_path_factory):
     """``--model random_choice --model_args seed=7 --tasks mmsi`` (the group: vanilla, circular, CoT), run once."""
     out = tmp_path_factory.mktemp("mmsi_random") / "run"
-    # real=True: MMSI-Bench's one run as a real `python -m lmms_eval` process (the others fork: tests/forkserver.py)
-    return lmms_eval_into(out, "--model", "random_choice", "--model_args", "seed=7", "--tasks", "mmsi", real=True)
+    return lmms_eval_into(out, "--model", "random_choice", "--model_args", "seed=7", "--tasks", "mmsi")
 
 
 def test_random_choice_reproduces_its_seeded_guesses_on_every_mmsi_task(random_run, mmsi_docs):

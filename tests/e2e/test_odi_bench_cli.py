@@ -146,8 +146,7 @@ def test_random_choice_with_an_unreachable_judge_scores_close_and_records_judge_
         "LMMS_SPATIAL_JUDGE_CACHE": "off",
     }
     tasks = "odi_bench_close,odi_bench_cot_existence,odi_bench_open_counting"
-    # real=True: ODI-Bench's one run as a real `python -m lmms_eval` process (the others fork: tests/forkserver.py)
-    run = lmms_eval("--model", "random_choice", "--model_args", "seed=5", "--tasks", tasks, env=judge_env, real=True)
+    run = lmms_eval("--model", "random_choice", "--model_args", "seed=5", "--tasks", tasks, env=judge_env)
 
     right = 0
     for task, docs in docs_by_task.items():
